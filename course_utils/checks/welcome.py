@@ -1,0 +1,74 @@
+"""Checks for notebook 00 (welcome): the warm-up exercise, a numerically stable softmax."""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.checks.core import Case, Exercise, Mistake, Property
+from course_utils.softmax import softmax
+
+
+def _cases(seed: int) -> list[Case]:
+    gen = torch.Generator().manual_seed(seed)
+    return [
+        Case("a single row of 5 logits", (torch.randn(5, generator=gen, dtype=torch.float64),)),
+        Case("a batch of 3 rows of 7 logits", (torch.randn(3, 7, generator=gen, dtype=torch.float64),)),
+        Case("logits near ±10,000", (torch.tensor([[10_000.0, 9_998.0, -10_000.0], [-10_000.0, -9_999.0, -10_000.5]], dtype=torch.float64) + seed,)),
+        Case("float32 logits in a (2, 2, 4) tensor", (4 * torch.randn(2, 2, 4, generator=gen),)),
+    ]
+
+
+def _no_max_shift(x):
+    exps = x.exp()
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
+def _sums_over_everything(x):
+    shifted = x - x.max()
+    return shifted.exp() / shifted.exp().sum()
+
+
+def _normalised_over_first_dim(x):
+    shifted = x - x.amax(dim=0, keepdim=True)
+    return shifted.exp() / shifted.exp().sum(dim=0, keepdim=True)
+
+
+def _divides_by_max(x):
+    return x.exp() / x.exp().amax(dim=-1, keepdim=True)
+
+
+def _rows_sum_to_one(case: Case, out) -> bool:
+    return bool(torch.allclose(out.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-5))
+
+
+def stable_softmax(x):
+    """Reference for the warm-up: softmax over the last dimension, safe for large logits."""
+    return softmax(x, dim=-1)
+
+
+STABLE_SOFTMAX = Exercise(
+    name="stable_softmax",
+    reference=stable_softmax,
+    cases=_cases,
+    properties=[
+        Property("rows sum to 1", _rows_sum_to_one,
+                 "each row should sum to 1: normalise over the last dimension (dim=-1, keepdim=True)"),
+    ],
+    mistakes=[
+        Mistake("no max shift", _no_max_shift,
+                "exp overflows for large logits (inf/inf = NaN): subtract each row's maximum before exponentiating"),
+        Mistake("sums over the whole tensor", _sums_over_everything,
+                "you normalised over the whole tensor: each row must sum to 1, so reduce over dim=-1 with keepdim=True"),
+        Mistake("normalised over dim 0", _normalised_over_first_dim,
+                "you normalised over the first dimension: softmax runs along the last one (dim=-1)"),
+        Mistake("divides by the max", _divides_by_max,
+                "you divided by the largest exponential, not by the sum of the exponentials"),
+    ],
+)
+
+EXERCISES = {STABLE_SOFTMAX.name: STABLE_SOFTMAX}
+
+
+def check_stable_softmax(fn) :
+    """Check a student's ``stable_softmax(x)``; prints one line: pass, or the likely mistake."""
+    return STABLE_SOFTMAX.check(fn)

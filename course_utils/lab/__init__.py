@@ -1,0 +1,1 @@
+"""Instructor tools behind the ``course-lab`` command: release (student version), grade, export."""

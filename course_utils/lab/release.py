@@ -1,0 +1,84 @@
+"""Write the student version of the course from the solution notebooks.
+
+Every solution region becomes a ``NotImplementedError`` stub, outputs, execution counts and widget
+state are cleared, and file names are kept. Everything is checked before anything is written, and
+the result appears at ``out`` in one rename, so an error never leaves half a release behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from course_utils.lab.solutions import SolutionMarkupError, strip_solutions
+
+
+class ReleaseError(ValueError):
+    """A notebook cannot be released; the message names the file and the cell."""
+
+
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """Read and validate one notebook; ``ReleaseError`` naming the file if it is not one."""
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # nbformat raises several unrelated types for bad input
+        raise ReleaseError(f"{path}: not a readable notebook ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    return nb
+
+
+def student_version(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with solutions stubbed and every output and widget state removed."""
+    student = nbformat.from_dict(nb)  # deep copy
+    student.metadata.pop("widgets", None)
+    for index, cell in enumerate(student.cells):
+        cell.metadata.pop("execution", None)
+        if cell.cell_type != "code":
+            continue
+        try:
+            cell.source = strip_solutions(cell.source, where=f"{name}, cell {index}")
+        except SolutionMarkupError as exc:
+            raise ReleaseError(str(exc)) from exc
+        cell.outputs = []
+        cell.execution_count = None
+    return student
+
+
+def collect_notebooks(source: Path) -> list[Path]:
+    """The notebooks to release: ``source`` itself if it is a notebook, else the ``*.ipynb`` in it."""
+    if not source.exists():
+        raise ReleaseError(f"{source}: no such file or directory")
+    if source.is_file():
+        if source.suffix != ".ipynb":
+            raise ReleaseError(f"{source}: not a notebook (expected a .ipynb file or a folder of them)")
+        return [source]
+    notebooks = sorted(p for p in source.glob("*.ipynb") if not p.name.startswith("."))
+    if not notebooks:
+        raise ReleaseError(f"{source}: no .ipynb files found")
+    return notebooks
+
+
+def release(source: Path, out: Path) -> list[Path]:
+    """Write the student notebooks for ``source`` into ``out`` (replacing it) and return their paths."""
+    source, out = Path(source), Path(out)
+    converted = [(path.name, student_version(read_notebook(path), path.name)) for path in collect_notebooks(source)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        for name, nb in converted:
+            nbformat.write(nb, str(staging / name))
+        if out.exists():
+            backup = out.with_name(f".{out.name}-old")
+            shutil.rmtree(backup, ignore_errors=True)
+            out.rename(backup)
+            staging.rename(out)
+            shutil.rmtree(backup, ignore_errors=True)
+        else:
+            staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [out / name for name, _ in converted]
