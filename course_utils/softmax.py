@@ -26,3 +26,31 @@ def softmax(x: Float[Tensor, "... n"], dim: int = -1) -> Float[Tensor, "... n"]:
     shifted = x - x.amax(dim=dim, keepdim=True)
     exps = shifted.exp()
     return exps / exps.sum(dim=dim, keepdim=True)
+
+
+def masked_softmax(
+    scores: Float[Tensor, "... k_pos"], mask: Tensor | None, dim: int = -1
+) -> Float[Tensor, "... k_pos"]:
+    """Softmax over the positions ``mask`` allows (``True`` = may attend), zero elsewhere.
+
+    ``masked_softmax(tensor([1., 2.]), tensor([True, False]))`` -> ``tensor([1., 0.])``.
+    Setting masked scores to -inf before the softmax is the same as renormalising the allowed
+    weights. A row with nothing allowed has no distribution to return: it comes back as all
+    zeros (documented and tested), never NaN. ``mask`` broadcasts against ``scores``.
+    """
+    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
+        raise TypeError(f"scores must be a floating-point torch.Tensor, got {getattr(scores, 'dtype', type(scores).__name__)}")
+    if mask is None:
+        return softmax(scores, dim=dim)
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a torch.bool tensor (True = may attend), got {getattr(mask, 'dtype', type(mask).__name__)}")
+    try:
+        mask = torch.broadcast_to(mask.to(scores.device), scores.shape)
+    except RuntimeError as exc:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores of shape {tuple(scores.shape)}") from exc
+    filled = scores.masked_fill(~mask, float("-inf"))
+    row_max = filled.amax(dim=dim, keepdim=True)
+    row_max = torch.where(torch.isinf(row_max), torch.zeros_like(row_max), row_max)  # empty rows
+    exps = (filled - row_max).exp()  # exp(-inf) = 0 for masked entries
+    total = exps.sum(dim=dim, keepdim=True)
+    return torch.where(total > 0, exps / total.clamp_min(torch.finfo(scores.dtype).tiny), torch.zeros_like(exps))
