@@ -1,0 +1,146 @@
+"""Scaled dot-product attention, written out step by step, with the fused built-in beside it.
+
+Covers: ``attention_scores`` (q·k / sqrt(d_head)), ``attention_pattern`` (softmax over keys, with an
+optional boolean mask) and ``scaled_dot_product_attention`` (the pattern applied to the values),
+plus an ``impl="fused"`` path that calls ``torch.nn.functional.scaled_dot_product_attention`` and
+is tested to agree with the readable one. Any leading dimensions (batch, head) are allowed, as
+long as q, k and v share them exactly; the code follows the inputs' device.
+
+Mask convention (shared with ``course_utils.softmax.masked_softmax``): a ``torch.bool`` tensor,
+``True`` = this query may attend to this key, broadcastable to ``(..., q_pos, k_pos)``. A query
+row with nothing allowed gets all-zero weights and an all-zero output, never NaN, in both paths.
+
+Leaves out: the projections W_Q, W_K, W_V, W_O and splitting into heads (see the multi-head
+module), dropout, causal-mask builders, and any KV cache.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from jaxtyping import Bool, Float
+from torch import Tensor
+
+from course_utils.softmax import masked_softmax
+
+IMPLS = ("reference", "fused")
+
+
+def _shape(x: Tensor) -> tuple[int, ...]:
+    return tuple(x.shape)
+
+
+def _check_tensor(name: str, x: object, layout: str) -> Tensor:
+    """Type, rank, emptiness and finiteness checks shared by q, k and v."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape {layout}, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype} (shape {_shape(x)})")
+    if x.ndim < 2:
+        raise ValueError(f"{name} must have shape {layout} (at least 2 dims), got shape {_shape(x)}")
+    if x.shape[-2] == 0 or x.shape[-1] == 0:
+        raise ValueError(f"{name} is empty: expected shape {layout} with positions and features > 0, got shape {_shape(x)}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} contains NaN or inf (shape {_shape(x)}); attention needs finite inputs")
+    return x
+
+
+def _check_pair(q: Tensor, k: Tensor) -> None:
+    _check_tensor("q", q, "(..., q_pos, d_head)")
+    _check_tensor("k", k, "(..., k_pos, d_head)")
+    if q.ndim != k.ndim:
+        raise ValueError(f"q and k must have the same rank, got q {_shape(q)} and k {_shape(k)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same d_head (last dim), got q {_shape(q)} and k {_shape(k)}")
+    if q.shape[:-2] != k.shape[:-2]:
+        raise ValueError(f"q and k must have the same batch/head dims, got q {_shape(q)} and k {_shape(k)}")
+    if q.dtype != k.dtype:
+        raise TypeError(f"q and k must have the same dtype, got q {q.dtype} and k {k.dtype}")
+    if q.device != k.device:
+        raise ValueError(f"q and k must be on the same device, got q on {q.device} and k on {k.device}")
+
+
+def _check_mask(mask: object, q: Tensor, k: Tensor) -> Tensor | None:
+    if mask is None:
+        return None
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise TypeError(f"mask must be a torch.bool tensor (True = may attend), got {got}")
+    target = (*q.shape[:-1], k.shape[-2])  # (..., q_pos, k_pos)
+    if mask.ndim > len(target):
+        raise ValueError(f"mask has shape {_shape(mask)}, more dims than the scores {target}")
+    try:
+        fits = tuple(torch.broadcast_shapes(mask.shape, target)) == target
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"mask of shape {_shape(mask)} does not broadcast to the scores' shape {target} "
+                         f"(q {_shape(q)}, k {_shape(k)})")
+    return mask.to(q.device)
+
+
+def attention_scores(
+    q: Float[Tensor, "... q_pos d_head"], k: Float[Tensor, "... k_pos d_head"]
+) -> Float[Tensor, "... q_pos k_pos"]:
+    """Scaled dot products q·k / sqrt(d_head): ``attention_scores(tensor([[2., 2.]]), tensor([[2., 2.]]))`` -> ``[[5.657]]``.
+
+    Entry ``[..., i, j]`` says how well query ``i`` matches key ``j``. Dividing by sqrt(d_head) keeps
+    the scores' variance near 1 whatever d_head is, so the softmax does not saturate.
+    """
+    _check_pair(q, k)
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_pos, k_pos)
+
+
+def attention_pattern(
+    q: Float[Tensor, "... q_pos d_head"],
+    k: Float[Tensor, "... k_pos d_head"],
+    mask: Bool[Tensor, "... q_pos k_pos"] | None = None,
+) -> Float[Tensor, "... q_pos k_pos"]:
+    """Attention weights, a softmax over keys: each row sums to 1 (or is all zeros if fully masked).
+
+    ``attention_pattern(tensor([[1., 0.]]), tensor([[1., 0.], [1., 0.]]))`` -> ``[[0.5, 0.5]]``.
+    """
+    mask = _check_mask(mask, q, k) if mask is not None else None
+    scores = attention_scores(q, k)
+    return masked_softmax(scores, mask, dim=-1)
+
+
+def scaled_dot_product_attention(
+    q: Float[Tensor, "... q_pos d_head"],
+    k: Float[Tensor, "... k_pos d_head"],
+    v: Float[Tensor, "... k_pos d_head_v"],
+    mask: Bool[Tensor, "... q_pos k_pos"] | None = None,
+    *,
+    impl: str = "reference",
+) -> Float[Tensor, "... q_pos d_head_v"]:
+    """softmax(q kᵀ / sqrt(d_head)) v: each query's output is a weighted average of the value rows.
+
+    ``scaled_dot_product_attention(q, k, v)`` with one query equally similar to two keys whose
+    values are ``[1, 0]`` and ``[0, 1]`` -> ``[[0.5, 0.5]]``. ``impl="fused"`` calls PyTorch's
+    built-in kernel; both give the same numbers (tested), including zeros for fully masked rows.
+    """
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+    _check_pair(q, k)
+    _check_tensor("v", v, "(..., k_pos, d_head_v)")
+    if v.ndim != k.ndim or v.shape[:-2] != k.shape[:-2]:
+        raise ValueError(f"v must have the same batch/head dims as k, got k {_shape(k)} and v {_shape(v)}")
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"k and v must have the same number of positions k_pos, got k {_shape(k)} and v {_shape(v)}")
+    if v.dtype != k.dtype:
+        raise TypeError(f"v must have the same dtype as k, got k {k.dtype} and v {v.dtype}")
+    if v.device != k.device:
+        raise ValueError(f"v must be on the same device as k, got k on {k.device} and v on {v.device}")
+    mask = _check_mask(mask, q, k)
+    if impl == "reference":
+        pattern = masked_softmax(attention_scores(q, k), mask, dim=-1)  # (..., q_pos, k_pos)
+        return pattern @ v  # (..., q_pos, d_head_v)
+    if mask is not None and mask.ndim < 2:
+        mask = mask.reshape(1, -1)  # (1, k_pos): torch's kernel wants at least 2 mask dims
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (..., q_pos, d_head_v)
+    if mask is not None:  # some kernels return NaN for a query that may attend to nothing
+        row_allowed = mask.any(dim=-1, keepdim=True)  # (..., q_pos, 1)
+        out = torch.where(row_allowed, out, torch.zeros((), dtype=out.dtype, device=out.device))
+    return out

@@ -1,0 +1,248 @@
+"""Scaled dot-product attention: hand-derived values, PyTorch's own SDPA as the oracle (float32 and
+float64, masks, batch and head dims), fused == reference, and clear errors on bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils.attention import attention_pattern, attention_scores, scaled_dot_product_attention
+from course_utils.tolerances import tolerance
+
+
+def _qkv(shape_q, shape_k, d_v, dtype=torch.float64, seed=0, device="cpu"):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(*shape_q, generator=gen, dtype=dtype).to(device)
+    k = torch.randn(*shape_k, generator=gen, dtype=dtype).to(device)
+    v = torch.randn(*shape_k[:-1], d_v, generator=gen, dtype=dtype).to(device)
+    return q, k, v
+
+
+def _assert_close(got, expected):
+    rtol, atol = tolerance(expected.dtype, expected.device)
+    torch.testing.assert_close(got, expected, rtol=rtol, atol=atol)
+
+
+# -- hand-derived values ------------------------------------------------------------------------
+def test_the_cat_sat_worked_example():
+    # queries/keys/values of "the cat sat" (d_k = 2): query of "cat" is [2, 2]
+    q = torch.tensor([[2.0, 2.0]], dtype=torch.float64)
+    k = torch.tensor([[2.0, 2.0], [0.0, 0.0], [2.0, 2.0]], dtype=torch.float64)
+    v = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+    scores = attention_scores(q, k)
+    assert scores[0, 0].item() == pytest.approx(8 / math.sqrt(2))
+    assert scores[0, 1].item() == 0.0
+    weights = attention_pattern(q, k)
+    e = math.exp(8 / math.sqrt(2))
+    assert weights[0, 0].item() == pytest.approx(e / (2 * e + 1))
+    assert weights[0, 1].item() == pytest.approx(1 / (2 * e + 1))
+    out = scaled_dot_product_attention(q, k, v)
+    expected = torch.tensor([[2 * e / (2 * e + 1), (e + 1) / (2 * e + 1)]], dtype=torch.float64)
+    _assert_close(out, expected)
+
+
+def test_equal_scores_average_the_values():
+    q = torch.tensor([[1.0, 0.0]])
+    k = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    v = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    _assert_close(scaled_dot_product_attention(q, k, v), torch.tensor([[0.5, 0.5]]))
+
+
+def test_pattern_rows_sum_to_one_and_masked_entries_are_zero():
+    q, k, _ = _qkv((2, 3, 5, 4), (2, 3, 6, 4), 2)
+    mask = torch.rand(5, 6, generator=torch.Generator().manual_seed(1)) > 0.4
+    mask[:, 0] = True
+    pattern = attention_pattern(q, k, mask)
+    _assert_close(pattern.sum(-1), torch.ones(2, 3, 5, dtype=torch.float64))
+    assert (pattern[..., ~mask] == 0).all()
+
+
+# -- oracle: torch SDPA --------------------------------------------------------------------------
+SHAPES = [
+    ((4, 8), (6, 8), 3),  # no batch
+    ((2, 5, 16), (2, 7, 16), 16),  # batch
+    ((2, 3, 5, 8), (2, 3, 5, 8), 4),  # batch, head
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape_q,shape_k,d_v", SHAPES)
+@pytest.mark.parametrize("impl", ["reference", "fused"])
+def test_agrees_with_torch_sdpa_without_mask(dtype, shape_q, shape_k, d_v, impl):
+    q, k, v = _qkv(shape_q, shape_k, d_v, dtype)
+    expected = F.scaled_dot_product_attention(q, k, v)
+    _assert_close(scaled_dot_product_attention(q, k, v, impl=impl), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape_q,shape_k,d_v", SHAPES)
+@pytest.mark.parametrize("mask_kind", ["causal_like", "random_full_shape", "per_key_padding"])
+def test_agrees_with_torch_sdpa_with_mask(dtype, shape_q, shape_k, d_v, mask_kind):
+    q, k, v = _qkv(shape_q, shape_k, d_v, dtype, seed=3)
+    q_pos, k_pos = shape_q[-2], shape_k[-2]
+    if mask_kind == "causal_like":
+        mask = torch.ones(q_pos, k_pos, dtype=torch.bool).tril()
+    elif mask_kind == "random_full_shape":
+        mask = torch.rand(*shape_q[:-1], k_pos, generator=torch.Generator().manual_seed(4)) > 0.5
+        mask[..., 0] = True  # every row keeps one key, so the oracle has no fully masked rows
+    else:
+        mask = torch.ones(k_pos, dtype=torch.bool)
+        mask[-2:] = False  # padding: the last two keys are never attended
+    oracle_mask = mask if mask.ndim >= 2 else mask[None, :]  # torch wants (q_pos or 1, k_pos) here
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=oracle_mask)
+    _assert_close(scaled_dot_product_attention(q, k, v, mask), expected)
+    _assert_close(scaled_dot_product_attention(q, k, v, mask, impl="fused"), expected)
+
+
+def test_oracle_float_mask_equivalent():
+    # a -inf additive mask is what a boolean False means; compare with torch's additive form
+    q, k, v = _qkv((2, 4, 8), (2, 4, 8), 8)
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    additive = torch.zeros(4, 4, dtype=torch.float64).masked_fill(~mask, float("-inf"))
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
+    _assert_close(scaled_dot_product_attention(q, k, v, mask), expected)
+
+
+@pytest.mark.parametrize("impl", ["reference", "fused"])
+def test_fully_masked_row_gives_zeros_not_nan(impl):
+    q, k, v = _qkv((2, 3, 4), (2, 5, 4), 6)
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[1] = False
+    out = scaled_dot_product_attention(q, k, v, mask, impl=impl)
+    assert not torch.isnan(out).any()
+    assert (out[:, 1] == 0).all()
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(3, 5, dtype=torch.bool))
+    _assert_close(out[:, [0, 2]], expected[:, [0, 2]])
+    assert (attention_pattern(q, k, mask)[:, 1] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_equals_reference_with_big_heads(dtype):
+    q, k, v = _qkv((1, 12, 64, 64), (1, 12, 64, 64), 64, dtype, seed=7)
+    mask = torch.ones(64, 64, dtype=torch.bool).tril()
+    ref = scaled_dot_product_attention(q, k, v, mask)
+    fused = scaled_dot_product_attention(q, k, v, mask, impl="fused")
+    _assert_close(fused, ref)
+
+
+def test_gradients_agree_with_torch_sdpa():
+    q, k, v = _qkv((2, 4, 8), (2, 6, 8), 3)
+    mine = [t.clone().requires_grad_() for t in (q, k, v)]
+    theirs = [t.clone().requires_grad_() for t in (q, k, v)]
+    scaled_dot_product_attention(*mine).square().sum().backward()
+    F.scaled_dot_product_attention(*theirs).square().sum().backward()
+    for a, b in zip(mine, theirs):
+        _assert_close(a.grad, b.grad)
+
+
+def test_scores_scale_with_sqrt_d_head():
+    q, k, _ = _qkv((3, 16), (4, 16), 1)
+    _assert_close(attention_scores(q, k), (q @ k.T) / 4.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("impl", ["reference", "fused"])
+def test_gpu_matches_cpu(impl):
+    q, k, v = _qkv((2, 4, 32, 16), (2, 4, 32, 16), 16, torch.float32, seed=11)
+    mask = torch.ones(32, 32, dtype=torch.bool).tril()
+    cpu = scaled_dot_product_attention(q, k, v, mask, impl=impl)
+    gpu = scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), mask.cuda(), impl=impl)
+    assert gpu.device.type == "cuda"
+    rtol, atol = tolerance(torch.float32, "cuda")
+    torch.testing.assert_close(gpu.cpu(), cpu, rtol=rtol, atol=atol)
+    oracle = F.scaled_dot_product_attention(q.cuda(), k.cuda(), v.cuda(), attn_mask=mask.cuda())
+    torch.testing.assert_close(gpu, oracle, rtol=rtol, atol=atol)
+
+
+# -- bad input ----------------------------------------------------------------------------------
+def _ok():
+    return _qkv((2, 4, 8), (2, 5, 8), 3, torch.float32)
+
+
+def _call(q, k, v, mask=None, **kw):
+    return scaled_dot_product_attention(q, k, v, mask, **kw)
+
+
+def test_different_d_head_is_named():
+    q, k, v = _ok()
+    with pytest.raises(ValueError, match=r"d_head.*\(2, 4, 8\).*\(2, 5, 7\)"):
+        attention_scores(q, k[..., :7])
+
+
+def test_wrong_rank_is_named():
+    q, k, v = _ok()
+    with pytest.raises(ValueError, match=r"q must have shape .*got shape \(8,\)"):
+        attention_scores(q[0, 0], k)
+    with pytest.raises(ValueError, match=r"same rank.*\(2, 4, 8\).*\(5, 8\)"):
+        attention_scores(q, k[0])
+
+
+def test_mismatched_batch_or_head_dims():
+    q, k, v = _ok()
+    with pytest.raises(ValueError, match=r"batch/head.*\(2, 4, 8\).*\(3, 5, 8\)"):
+        attention_scores(q, torch.randn(3, 5, 8))
+    with pytest.raises(ValueError, match=r"v must have the same batch/head dims"):
+        _call(q, k, torch.randn(1, 5, 3))
+
+
+def test_k_and_v_positions_must_match():
+    q, k, v = _ok()
+    with pytest.raises(ValueError, match=r"k_pos.*\(2, 5, 8\).*\(2, 4, 3\)"):
+        _call(q, k, v[:, :4])
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_non_finite_input_is_named(bad, which):
+    tensors = dict(zip("qkv", _ok()))
+    tensors[which][0, 0, 0] = bad
+    with pytest.raises(ValueError, match=rf"^{which} contains NaN or inf"):
+        _call(tensors["q"], tensors["k"], tensors["v"])
+
+
+def test_empty_sequence():
+    q, k, v = _ok()
+    with pytest.raises(ValueError, match=r"q is empty.*\(2, 0, 8\)"):
+        _call(q[:, :0], k, v)
+    with pytest.raises(ValueError, match=r"k is empty"):
+        _call(q, k[:, :0], v[:, :0])
+
+
+def test_non_tensors_and_wrong_dtypes():
+    q, k, v = _ok()
+    with pytest.raises(TypeError, match=r"q must be a torch.Tensor.*got list"):
+        attention_scores([[1.0]], k)
+    with pytest.raises(TypeError, match=r"k must be a floating-point tensor.*int64"):
+        attention_scores(q, torch.ones(2, 5, 8, dtype=torch.int64))
+    with pytest.raises(TypeError, match=r"same dtype"):
+        attention_scores(q, k.double())
+    with pytest.raises(TypeError, match=r"v must be a torch.Tensor.*got NoneType"):
+        _call(q, k, None)
+
+
+def test_bad_masks():
+    q, k, v = _ok()
+    with pytest.raises(TypeError, match=r"mask must be a torch.bool tensor.*float32"):
+        _call(q, k, v, torch.ones(4, 5))
+    with pytest.raises(TypeError, match=r"mask must be a torch.bool tensor.*list"):
+        _call(q, k, v, [[True]])
+    with pytest.raises(ValueError, match=r"mask of shape \(5, 4\) does not broadcast.*\(2, 4, 5\)"):
+        _call(q, k, v, torch.ones(5, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"mask has shape \(1, 2, 4, 5\), more dims"):
+        attention_pattern(q, k, torch.ones(1, 2, 4, 5, dtype=torch.bool))
+
+
+def test_unknown_impl():
+    q, k, v = _ok()
+    with pytest.raises(ValueError, match=r"impl must be one of.*'flash'"):
+        _call(q, k, v, impl="flash")
+
+
+def test_follows_input_device_and_dtype():
+    q, k, v = _qkv((2, 4, 8), (2, 5, 8), 3, torch.float64)
+    out = _call(q, k, v)
+    assert out.dtype == torch.float64 and out.device == q.device and out.shape == (2, 4, 3)
