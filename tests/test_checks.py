@@ -1,0 +1,106 @@
+"""Every check of every notebook, tested the same way: the reference passes (on the public and
+hidden seeds), a stub reports 'not attempted', each mistake in its bank fails with its own hint,
+and things that are not submissions are rejected with a clear message."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import pytest
+
+from course_utils.checks import all_exercises
+from course_utils.checks.core import ERROR, FAILED, NOT_ATTEMPTED
+
+EXERCISES = all_exercises()
+MISTAKES = [(name, m) for name, ex in sorted(EXERCISES.items()) for m in ex.mistakes]
+
+
+def _stub_for(exercise):
+    if exercise.wants_class:
+        class Stub:
+            def __init__(self, *args, **kwargs):
+                raise NotImplementedError("stub")
+        return Stub
+
+    @functools.wraps(exercise.reference)
+    def stub(*args, **kwargs):
+        raise NotImplementedError("stub")
+
+    return stub
+
+
+def test_the_course_has_exercises():
+    assert "stable_softmax" in EXERCISES
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_reference_passes(name, seed):
+    exercise = EXERCISES[name]
+    verdict = exercise.check(exercise.reference, seed=seed)
+    assert verdict.passed, str(verdict)
+    assert str(verdict).startswith("✅")
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_stub_is_not_attempted(name):
+    exercise = EXERCISES[name]
+    verdict = exercise.check(_stub_for(exercise))
+    assert verdict.status == NOT_ATTEMPTED, str(verdict)
+    assert "not attempted" in str(verdict)
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_each_exercise_has_a_bank_of_at_least_two_mistakes(name):
+    mistakes = EXERCISES[name].mistakes
+    assert len(mistakes) >= 2
+    assert len({m.hint for m in mistakes}) == len(mistakes), "two mistakes share a hint"
+
+
+@pytest.mark.parametrize("name,mistake", MISTAKES, ids=[f"{n}-{m.name}" for n, m in MISTAKES])
+def test_each_mistake_fails_with_its_own_hint(name, mistake):
+    verdict = EXERCISES[name].check(mistake.impl)
+    assert verdict.status == FAILED, str(verdict)
+    assert verdict.message.startswith(mistake.hint), f"expected hint {mistake.hint!r}, got {verdict.message!r}"
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_not_callable_is_rejected_clearly(name):
+    verdict = EXERCISES[name].check(42)
+    assert verdict.status == ERROR
+    assert "got int" in verdict.message
+
+
+@pytest.mark.parametrize("name", [n for n, ex in sorted(EXERCISES.items()) if not ex.wants_class])
+def test_wrong_signature_is_named(name):
+    def takes_nothing():
+        return None
+
+    verdict = EXERCISES[name].check(takes_nothing)
+    assert verdict.status == ERROR
+    assert "signature" in verdict.message
+
+
+def test_a_crashing_submission_names_the_error_and_case():
+    def crashes(x):
+        raise ValueError("boom")
+
+    verdict = EXERCISES["stable_softmax"].check(crashes)
+    assert verdict.status == ERROR
+    assert "raised ValueError: boom" in verdict.message and "(case:" in verdict.message
+
+
+def test_an_unknown_wrong_answer_gets_the_generic_difference():
+    def off_by_a_little(x):
+        ref = EXERCISES["stable_softmax"].reference(x)
+        return ref * 0.999 + 0.001 / x.shape[-1]  # still sums to 1, still no NaN
+
+    verdict = EXERCISES["stable_softmax"].check(off_by_a_little)
+    assert verdict.status == FAILED
+    assert "values differ from the reference" in verdict.message
+
+
+def test_exercise_references_have_signatures():
+    for name, exercise in EXERCISES.items():
+        inspect.signature(exercise.reference)  # raises if a builtin without one slipped in

@@ -1,0 +1,78 @@
+"""Static rules for every notebook: exercises listed in metadata and checked, no pasted helpers,
+no global-state edits, nothing that downloads, and no stored errors."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from course_utils.checks import all_exercises
+from course_utils.lab.solutions import has_solution
+from notebook_tools import check_cells, course_notebooks, read
+
+NOTEBOOKS = course_notebooks()
+EXERCISES = all_exercises()
+MAX_HELPER_LINES = 10
+FORBIDDEN = {
+    r"\bsys\.path\b": "sys.path edits",
+    r"\bos\.chdir\b|%cd\b": "changing directory",
+    r"\brcParams\b|\bplt\.rc\(|matplotlib\.rc\(|plt\.style\.use": "global matplotlib settings",
+    r"get_encoding\(|from_pretrained\(|hf_hub_download|urlopen|requests\.get|!pip|%pip|wget|curl ": "network access or installs",
+}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_there_is_a_welcome_notebook():
+    assert NOTEBOOKS and NOTEBOOKS[0].name == "00_welcome.ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_exercises_in_metadata_match_the_check_cells(path):
+    nb = read(path)
+    listed = nb.metadata.get("course", {}).get("exercises", {})
+    checked = {exercise for _, exercise, argument in check_cells(nb)
+               if exercise in EXERCISES and argument == EXERCISES[exercise].expected_name}
+    assert set(listed) == checked, f"metadata lists {sorted(listed)}, check cells call {sorted(checked)}"
+    for name, spec in listed.items():
+        assert name in EXERCISES, f"no check module defines exercise {name!r}"
+        assert isinstance(spec.get("points"), (int, float)) and spec["points"] > 0
+        defining = [c for c in nb.cells if c.cell_type == "code" and has_solution(c.source)
+                    and re.search(rf"^(def|class) {EXERCISES[name].expected_name}\b", c.source, re.M)]
+        assert defining, f"no solution cell defines {EXERCISES[name].expected_name}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_pasted_helpers_outside_exercise_cells(path):
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type != "code" or has_solution(cell.source):
+            continue
+        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                length = node.end_lineno - node.lineno + 1
+                assert length <= MAX_HELPER_LINES, (
+                    f"cell {index} defines {node.name} ({length} lines): move it into course_utils")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_global_state_edits_or_downloads(path):
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type == "code":
+            for pattern, what in FORBIDDEN.items():
+                assert not re.search(pattern, cell.source), f"cell {index}: {what}"
+
+
+def test_library_never_downloads():
+    pattern = re.compile(FORBIDDEN[r"get_encoding\(|from_pretrained\(|hf_hub_download|urlopen|requests\.get|!pip|%pip|wget|curl "])
+    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "course_utils").rglob("*.py") if pattern.search(p.read_text())]
+    assert not offenders
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_committed_executed_without_errors(path):
+    code = [c for c in read(path).cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code if c.source.strip()), "commit notebooks executed"
+    assert not [c for c in code if any(o.get("output_type") == "error" for o in c.outputs)]
