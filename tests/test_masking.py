@@ -1,0 +1,92 @@
+"""Mask builders against hand-derivable definitions, and masking to -inf against renormalising."""
+
+import pytest
+import torch
+
+from course_utils.masking import (apply_mask, causal_mask, combine_masks, document_mask, fully_masked_rows,
+                                  mask_table, padding_mask, prefix_lm_mask, sliding_window_mask, validate_mask)
+from course_utils.softmax import masked_softmax
+
+
+def _by_rule(n, rule):
+    return torch.tensor([[rule(i, j) for j in range(n)] for i in range(n)], dtype=torch.bool)
+
+
+def test_causal_mask_is_the_lower_triangle():
+    assert torch.equal(causal_mask(5), _by_rule(5, lambda i, j: j <= i))
+    assert causal_mask(3).dtype == torch.bool
+
+
+def test_causal_mask_with_cached_keys_matches_torch_sdpa_bottom_right_alignment():
+    # queries are the last 2 of 4 positions: query 0 sits at position 2
+    assert torch.equal(causal_mask(2, 4), torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool))
+
+
+def test_causal_mask_agrees_with_torch_is_causal():
+    q, k, v = torch.randn(3, 1, 6, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    ours = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(6))
+    torch.testing.assert_close(ours, torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+def test_padding_sliding_prefix_and_document_masks_follow_their_rules():
+    assert torch.equal(padding_mask([2, 4], 4), torch.tensor([[[1, 1, 0, 0]], [[1, 1, 1, 1]]], dtype=torch.bool))
+    assert torch.equal(sliding_window_mask(6, 3), _by_rule(6, lambda i, j: 0 <= i - j < 3))
+    assert torch.equal(prefix_lm_mask(6, 3), _by_rule(6, lambda i, j: j <= i or j < 3))
+    docs = [0, 0, 0, 1, 1, 2]
+    assert torch.equal(document_mask(docs), _by_rule(6, lambda i, j: j <= i and docs[i] == docs[j]))
+    assert torch.equal(document_mask(docs, causal=False), _by_rule(6, lambda i, j: docs[i] == docs[j]))
+
+
+def test_window_as_long_as_the_sequence_is_plain_causal():
+    assert torch.equal(sliding_window_mask(5, 5), causal_mask(5))
+    assert torch.equal(prefix_lm_mask(5, 0), causal_mask(5))
+    assert prefix_lm_mask(5, 5).all()
+
+
+def test_combined_masks_broadcast_over_batch():
+    mask = combine_masks(causal_mask(4), padding_mask([2, 4], 4))
+    assert mask.shape == (2, 4, 4)
+    assert torch.equal(mask[1], causal_mask(4))
+    assert not mask[0, 3, 2:].any()
+
+
+def test_masking_to_minus_inf_equals_renormalising_the_allowed_weights():
+    # the IS row of the course's worked example: masking the three future words
+    before = torch.tensor([0.147, 0.132, 0.262, 0.097, 0.218, 0.145], dtype=torch.float64)
+    mask = causal_mask(6)[2]
+    after = torch.softmax(apply_mask(before.log(), mask), dim=-1)
+    torch.testing.assert_close(after, torch.where(mask, before, 0.0) / before[:3].sum())
+    assert [round(x, 3) for x in after.tolist()] == [0.272, 0.244, 0.484, 0.0, 0.0, 0.0]
+
+
+def test_fully_masked_rows_are_found_and_give_zeros_not_nan():
+    mask = padding_mask([2], 4)[0].expand(4, 4) & ~torch.eye(4, dtype=torch.bool)  # (4, 4)
+    mask = combine_masks(mask, causal_mask(4))
+    assert fully_masked_rows(mask).tolist() == [True, False, False, False]
+    out = masked_softmax(torch.randn(4, 4), mask)
+    assert not out.isnan().any() and out[0].eq(0).all()
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: causal_mask(0), ValueError, "n_q must be >= 1"),
+    (lambda: causal_mask(2.5), TypeError, "n_q must be an int"),
+    (lambda: causal_mask(4, 2), ValueError, "n_k must be >= n_q"),
+    (lambda: padding_mask([0, 3], 3), ValueError, "every length"),
+    (lambda: padding_mask([1.5], 3), TypeError, "lengths must be"),
+    (lambda: sliding_window_mask(4, 0), ValueError, "window must be >= 1"),
+    (lambda: prefix_lm_mask(4, 5), ValueError, "prefix_len must be <= n_ctx"),
+    (lambda: document_mask([]), TypeError, "doc_ids"),
+    (lambda: combine_masks(causal_mask(2), torch.ones(2, 2)), TypeError, "torch.bool"),
+    (lambda: validate_mask(torch.ones(3, 3), (3, 3)), TypeError, "torch.bool"),
+    (lambda: validate_mask(causal_mask(2), (3, 3)), ValueError, r"shape \(2, 2\)"),
+    (lambda: apply_mask(torch.zeros(3, 3), causal_mask(4)), ValueError, r"shape \(4, 4\) does not broadcast"),
+    (lambda: mask_table(causal_mask(3), ["a", "b"]), ValueError, "must have shape"),
+])
+def test_bad_input_is_rejected_with_a_clear_message(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_mask_table_marks_allowed_and_blocked_cells():
+    lines = mask_table(causal_mask(3), ["A", "B", "C"]).splitlines()
+    assert lines[1].split() == ["A", "✓", "0", "0"] and lines[3].split() == ["C", "✓", "✓", "✓"]

@@ -1,0 +1,119 @@
+"""Temperature, greedy, top-k, top-p and sampling against Hugging Face's logits warpers and
+hand-derived values, plus the bad-input contract (never a silent NaN)."""
+
+import math
+
+import pytest
+import torch
+
+from course_utils.sampling import (apply_temperature, entropy, greedy, greedy_distribution, next_token_distribution,
+                                   sample_counts, sample_next_token, top_k_filter, top_p_filter)
+
+WORKED = torch.tensor([6.2, 4.9, 2.1, 1.0], dtype=torch.float64)  # CAT, DOG, IS, LOVELY
+
+
+def _hf_distribution(logits, temperature=1.0, top_k=None, top_p=None):
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+    scores = TemperatureLogitsWarper(temperature)(None, logits.clone())
+    if top_k is not None:
+        scores = TopKLogitsWarper(top_k)(None, scores)
+    if top_p is not None:
+        scores = TopPLogitsWarper(top_p)(None, scores)
+    return torch.softmax(scores, dim=-1)
+
+
+def test_worked_example_from_the_course():
+    probs = next_token_distribution(WORKED)
+    assert [round(p, 3) for p in probs.tolist()] == [0.772, 0.211, 0.013, 0.004]
+    exps = WORKED.exp()
+    torch.testing.assert_close(probs, exps / exps.sum())
+
+
+def test_two_point_gap_is_e_squared_times_more_likely():
+    probs = next_token_distribution(torch.tensor([3.0, 1.0], dtype=torch.float64))
+    assert math.isclose(probs[0] / probs[1], math.e**2, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("temperature", [0.05, 0.5, 1.0, 2.0, 10.0])
+@pytest.mark.parametrize("top_k,top_p", [(None, None), (5, None), (None, 0.8), (7, 0.6), (None, 0.1)])
+def test_pipeline_matches_hugging_face_warpers(temperature, top_k, top_p):
+    logits = 3 * torch.randn(4, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    ours = next_token_distribution(logits, temperature, top_k, top_p)
+    torch.testing.assert_close(ours, _hf_distribution(logits, temperature, top_k, top_p))
+
+
+def test_temperature_sharpens_and_flattens():
+    entropies = [entropy(next_token_distribution(WORKED, t)).item() for t in (0.25, 0.5, 1.0, 2.0, 4.0)]
+    assert entropies == sorted(entropies)
+    assert next_token_distribution(WORKED, 1e6).sub(0.25).abs().max() < 1e-5  # very hot: uniform
+
+
+@pytest.mark.parametrize("temperature", [0.2, 0.01, 1e-3, 1e-30])
+def test_tiny_temperatures_do_not_overflow(temperature):
+    for dtype in (torch.float32, torch.float16):
+        probs = next_token_distribution(WORKED.to(dtype) * 1000, temperature)
+        assert torch.isfinite(probs).all()
+        assert probs[0].item() == pytest.approx(1.0, abs=1e-3)
+
+
+def test_temperature_zero_is_the_explicit_greedy_branch():
+    assert torch.equal(next_token_distribution(WORKED, 0), torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64))
+    assert greedy(WORKED).item() == 0
+    assert greedy(torch.tensor([1.0, 3.0, 3.0])).item() == 1  # first of a tie
+    torch.testing.assert_close(next_token_distribution(WORKED, 1e-4), greedy_distribution(WORKED))
+
+
+def test_logits_of_plus_minus_ten_thousand_give_no_nan():
+    logits = torch.tensor([10_000.0, 9_998.0, -10_000.0])
+    probs = next_token_distribution(logits, 0.5)
+    assert torch.isfinite(probs).all()
+    assert probs[0] / probs[1] == pytest.approx(math.e**4, rel=1e-4)
+
+
+def test_top_k_and_top_p_hand_examples():
+    probs = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+    torch.testing.assert_close(top_k_filter(probs, 2), torch.tensor([0.625, 0.375, 0.0], dtype=torch.float64))
+    torch.testing.assert_close(top_p_filter(probs, 0.5), torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64))
+    torch.testing.assert_close(top_p_filter(probs, 0.6), torch.tensor([0.625, 0.375, 0.0], dtype=torch.float64))
+    torch.testing.assert_close(top_p_filter(probs, 1.0), probs)
+    torch.testing.assert_close(top_p_filter(probs, 1e-9), torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64))
+    assert torch.equal(top_k_filter(torch.tensor([0.4, 0.4, 0.2]), 1), torch.tensor([1.0, 0.0, 0.0]))
+
+
+def test_sampling_is_reproducible_with_a_generator_and_follows_the_distribution():
+    a = sample_next_token(WORKED.expand(50, 4), generator=torch.Generator().manual_seed(3))
+    b = sample_next_token(WORKED.expand(50, 4), generator=torch.Generator().manual_seed(3))
+    assert a.shape == (50,) and torch.equal(a, b)
+    counts = sample_counts(next_token_distribution(WORKED), 20_000, torch.Generator().manual_seed(0))
+    assert counts.sum() == 20_000
+    torch.testing.assert_close(counts / 20_000, next_token_distribution(WORKED).float(), atol=0.015, rtol=0)
+    assert sample_next_token(torch.tensor([0.0, 9.0]), temperature=0).item() == 1
+    assert set(sample_next_token(WORKED.expand(200, 4), top_k=2, generator=torch.Generator().manual_seed(1)).tolist()) <= {0, 1}
+
+
+def test_entropy_values():
+    assert entropy(torch.tensor([0.5, 0.5], dtype=torch.float64)).item() == pytest.approx(math.log(2))
+    assert entropy(torch.tensor([1.0, 0.0])).item() == 0.0
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: apply_temperature(WORKED, 0), ValueError, "greedy"),
+    (lambda: apply_temperature(WORKED, -1.0), ValueError, "temperature must be a finite number >= 0"),
+    (lambda: next_token_distribution(WORKED, -0.5), ValueError, "temperature"),
+    (lambda: next_token_distribution(WORKED, float("nan")), ValueError, "temperature"),
+    (lambda: next_token_distribution(WORKED, float("inf")), ValueError, "temperature"),
+    (lambda: next_token_distribution(WORKED, "hot"), TypeError, "temperature must be a number"),
+    (lambda: next_token_distribution(WORKED, top_p=0.0), ValueError, r"top_p must be in \(0, 1\]"),
+    (lambda: next_token_distribution(WORKED, top_p=1.5), ValueError, r"top_p must be in \(0, 1\]"),
+    (lambda: next_token_distribution(WORKED, top_k=0), ValueError, "top_k must be between 1 and d_vocab=4"),
+    (lambda: next_token_distribution(WORKED, top_k=5), ValueError, "top_k must be between 1 and d_vocab=4"),
+    (lambda: next_token_distribution(WORKED, top_k=2.0), TypeError, "top_k must be an int"),
+    (lambda: next_token_distribution(torch.tensor([1, 2])), TypeError, "logits must be a floating-point"),
+    (lambda: next_token_distribution(torch.tensor([1.0, float("nan")])), ValueError, "NaN"),
+    (lambda: top_k_filter(torch.tensor([-0.5, 1.5]), 1), ValueError, "non-negative"),
+    (lambda: sample_counts(torch.tensor([0.5, 0.5]), 0), ValueError, "n_samples"),
+])
+def test_bad_input_is_rejected_with_a_clear_message(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
