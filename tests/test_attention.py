@@ -28,20 +28,22 @@ def _assert_close(got, expected):
 
 # -- hand-derived values ------------------------------------------------------------------------
 def test_the_cat_sat_worked_example():
-    # queries/keys/values of "the cat sat" (d_k = 2): query of "cat" is [2, 2]
-    q = torch.tensor([[2.0, 2.0]], dtype=torch.float64)
-    k = torch.tensor([[2.0, 2.0], [0.0, 0.0], [2.0, 2.0]], dtype=torch.float64)
-    v = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+    # the / cat / sat with d_model = 4, d_k = 2 and the worked W_Q, W_K, W_V; all hand-derived
+    x = torch.tensor([[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]], dtype=torch.float64)
+    W_Q = torch.tensor([[1, 0], [0, 1], [1, 0], [0, 1]], dtype=torch.float64)
+    W_K = torch.tensor([[0, 1], [1, 0], [0, 1], [1, 0]], dtype=torch.float64)
+    W_V = torch.tensor([[1, 0], [0, 1], [0, 0], [0, 0]], dtype=torch.float64)
+    q, k, v = x @ W_Q, x @ W_K, x @ W_V
+    assert q.tolist() == [[2, 0], [0, 4], [2, 2]] and k.tolist() == [[0, 2], [4, 0], [2, 2]]
     scores = attention_scores(q, k)
-    assert scores[0, 0].item() == pytest.approx(8 / math.sqrt(2))
-    assert scores[0, 1].item() == 0.0
-    weights = attention_pattern(q, k)
-    e = math.exp(8 / math.sqrt(2))
-    assert weights[0, 0].item() == pytest.approx(e / (2 * e + 1))
-    assert weights[0, 1].item() == pytest.approx(1 / (2 * e + 1))
-    out = scaled_dot_product_attention(q, k, v)
-    expected = torch.tensor([[2 * e / (2 * e + 1), (e + 1) / (2 * e + 1)]], dtype=torch.float64)
-    _assert_close(out, expected)
+    s = 8 / math.sqrt(2)  # cat's query [0, 4] against the keys of the / cat / sat: 8, 0, 8
+    _assert_close(scores[1], torch.tensor([s, 0.0, s], dtype=torch.float64))
+    e = math.exp(s)
+    weights = attention_pattern(q, k)[1]
+    _assert_close(weights, torch.tensor([e, 1.0, e], dtype=torch.float64) / (2 * e + 1))
+    out = scaled_dot_product_attention(q, k, v)[1]
+    _assert_close(out, torch.tensor([2 * e, e + 2], dtype=torch.float64) / (2 * e + 1))
+    assert [round(t, 3) for t in out.tolist()] == [0.998, 0.503]
 
 
 def test_equal_scores_average_the_values():

@@ -1,0 +1,105 @@
+"""Three ways to tell attention where each token sits: sinusoidal, learned, and rotary (RoPE).
+
+Covers:
+- ``sinusoidal_encoding(n_ctx, d_model)``: the fixed table of the original transformer (sine in
+  even dimensions, cosine in odd ones, wavelengths growing geometrically with the pair index);
+  ``sinusoid_frequencies`` and ``shift_rotation(k, d_model)``, the block-diagonal matrix R_k with
+  PE(pos + k) = R_k · PE(pos) for every pos.
+- ``LearnedPositionEmbedding``: a trainable ``W_pos`` table (n_ctx × d_model), as in GPT-2.
+- ``rope_rotate(x, positions)``: rotate each adjacent pair of features (0, 1), (2, 3), ... of a
+  query or key by the angle position × frequency (the RoFormer "interleaved" layout; Llama-style
+  code pairs dimension i with i + d/2 instead, which is the same maths on permuted features).
+
+Leaves out: ALiBi and other relative-bias schemes, RoPE scaling for long contexts (NTK, YaRN), and
+caching the cos/sin tables.
+"""
+
+from __future__ import annotations
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor, nn
+
+BASE = 10_000.0
+
+
+def _positive_int(name: str, n: object, even: bool = False) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{name} must be a positive int, got {n!r}")
+    if even and n % 2:
+        raise ValueError(f"{name} must be even (features are rotated in pairs), got {n}")
+    return n
+
+
+def sinusoid_frequencies(d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64) -> Float[Tensor, "half"]:
+    """Angular speed of each feature pair, 1 / base^(2i / d_model): ``sinusoid_frequencies(4)`` -> ``[1.0, 0.01]``."""
+    _positive_int("d_model", d_model, even=True)
+    two_i = torch.arange(0, d_model, 2, dtype=dtype)  # (d_model // 2,)
+    return base ** (-two_i / d_model)
+
+
+def sinusoidal_encoding(n_ctx: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32) -> Float[Tensor, "n_ctx d_model"]:
+    """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(same): ``sinusoidal_encoding(2, 4)[1]`` -> ``[0.841, 0.540, 0.010, 1.000]``."""
+    _positive_int("n_ctx", n_ctx)
+    angles = torch.arange(n_ctx, dtype=torch.float64)[:, None] * sinusoid_frequencies(d_model, base)  # (n_ctx, d_model // 2)
+    pe = torch.stack([angles.sin(), angles.cos()], dim=-1)  # (n_ctx, d_model // 2, 2)
+    return pe.reshape(n_ctx, d_model).to(dtype)  # (n_ctx, d_model): sin, cos, sin, cos, ...
+
+
+def shift_rotation(k: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64) -> Float[Tensor, "d_model d_model"]:
+    """R_k with PE(pos + k) = R_k @ PE(pos) for every pos; built from k alone, never from pos.
+
+    Each (sin a, cos a) pair moves to (sin(a+b), cos(a+b)) by the addition formulas, with b = k ×
+    frequency: ``shift_rotation(1, 2) @ [sin 1, cos 1]`` -> ``[sin 2, cos 2]``.
+    """
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int offset, got {type(k).__name__}")
+    b = k * sinusoid_frequencies(d_model, base, dtype)  # (d_model // 2,)
+    blocks = [torch.stack([torch.stack([c, s]), torch.stack([-s, c])]) for c, s in zip(b.cos(), b.sin())]
+    return torch.block_diag(*blocks)  # (d_model, d_model): one 2×2 rotation per pair
+
+
+class LearnedPositionEmbedding(nn.Module):
+    """GPT-2's ``W_pos``: one trainable row per position; ``LearnedPositionEmbedding(1024, 768)(5)`` -> shape (5, 768).
+
+    Unlike the sinusoidal table it has no values beyond n_ctx: a longer input raises ``ValueError``.
+    """
+
+    def __init__(self, n_ctx: int, d_model: int, init_std: float = 0.01):
+        super().__init__()
+        self.n_ctx, self.d_model = _positive_int("n_ctx", n_ctx), _positive_int("d_model", d_model)
+        self.W_pos = nn.Parameter(torch.randn(n_ctx, d_model) * init_std)
+
+    def forward(self, seq_len: int) -> Float[Tensor, "pos d_model"]:
+        _positive_int("seq_len", seq_len)
+        if seq_len > self.n_ctx:
+            raise ValueError(f"seq_len={seq_len} is longer than n_ctx={self.n_ctx}: a learned table has no rows beyond it")
+        return self.W_pos[:seq_len]  # (pos, d_model)
+
+
+def rope_rotate(
+    x: Float[Tensor, "... pos d_head"], positions: Int[Tensor, "pos"] | None = None, base: float = BASE
+) -> Float[Tensor, "... pos d_head"]:
+    """Rotate each feature pair (2i, 2i+1) of row ``pos`` by angle pos × base^(-2i/d_head).
+
+    ``rope_rotate(tensor([[1., 0.], [1., 0.]]))`` -> ``[[1, 0], [cos 1, sin 1]]``. ``positions``
+    defaults to 0, 1, 2, ... Rotating queries and keys this way makes q·k depend only on the
+    offset between their positions.
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor of shape (..., pos, d_head), got {getattr(x, 'dtype', type(x).__name__)}")
+    if x.ndim < 2:
+        raise ValueError(f"x must have shape (..., pos, d_head), got shape {tuple(x.shape)}")
+    d_head, n_pos = x.shape[-1], x.shape[-2]
+    _positive_int("d_head (the last dim of x)", d_head, even=True)
+    if positions is None:
+        positions = torch.arange(n_pos, device=x.device)
+    if not isinstance(positions, torch.Tensor) or positions.shape != (n_pos,):
+        raise ValueError(f"positions must be a tensor of shape ({n_pos},), got "
+                         f"{tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__}")
+    angles = positions.to(torch.float64)[:, None] * sinusoid_frequencies(d_head, base).to(positions.device)  # (pos, d_head // 2)
+    cos, sin = angles.cos().to(x.dtype).to(x.device), angles.sin().to(x.dtype).to(x.device)
+    pairs = x.reshape(*x.shape[:-1], d_head // 2, 2)  # (..., pos, d_head // 2, 2)
+    first, second = pairs[..., 0], pairs[..., 1]
+    rotated = torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1)  # (..., pos, d_head // 2, 2)
+    return rotated.reshape(x.shape)  # (..., pos, d_head)

@@ -1,0 +1,123 @@
+"""Positions: the sinusoidal table against a plain-Python formula and the worked d_model = 4 numbers,
+the fixed-rotation property, learned positions, RoPE against complex multiplication and Hugging
+Face's Llama implementation, and permutation equivariance of attention without positions."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from course_utils.attention import scaled_dot_product_attention
+from course_utils.positions import LearnedPositionEmbedding, rope_rotate, shift_rotation, sinusoidal_encoding
+
+
+def _formula(pos: int, j: int, d_model: int) -> float:
+    angle = pos / 10000 ** ((j - j % 2) / d_model)
+    return math.sin(angle) if j % 2 == 0 else math.cos(angle)
+
+
+def test_sinusoidal_matches_the_formula_elementwise():
+    pe = sinusoidal_encoding(50, 16, dtype=torch.float64)
+    expected = torch.tensor([[_formula(p, j, 16) for j in range(16)] for p in range(50)], dtype=torch.float64)
+    torch.testing.assert_close(pe, expected)
+
+
+def test_worked_d_model_4_table():
+    pe = sinusoidal_encoding(4, 4, dtype=torch.float64)
+    rounded = [[round(v, 3) + 0.0 for v in row] for row in pe.tolist()]
+    assert rounded == [[0.0, 1.0, 0.0, 1.0], [0.841, 0.540, 0.010, 1.0], [0.909, -0.416, 0.020, 1.0], [0.141, -0.990, 0.030, 1.0]]
+
+
+@pytest.mark.parametrize("k", [1, 3, 17])
+def test_shift_is_a_fixed_rotation(k):
+    d_model, n = 32, 60
+    pe = sinusoidal_encoding(n + k, d_model, dtype=torch.float64)
+    R = shift_rotation(k, d_model)
+    torch.testing.assert_close(pe[k:], pe[:n] @ R.T)  # row form of PE(pos + k) = R_k · PE(pos)
+    torch.testing.assert_close(R @ R.T, torch.eye(d_model, dtype=torch.float64))  # a rotation
+
+
+def test_sin2_cos2_from_the_addition_formulas():
+    R = shift_rotation(1, 2)
+    sin2, cos2 = (R @ torch.tensor([math.sin(1), math.cos(1)], dtype=torch.float64)).tolist()
+    assert sin2 == pytest.approx(math.sin(2)) and cos2 == pytest.approx(math.cos(2))
+
+
+def test_learned_positions():
+    W = LearnedPositionEmbedding(n_ctx=8, d_model=4)
+    assert W(5).shape == (5, 4)
+    assert sum(p.numel() for p in W.parameters()) == 8 * 4
+    with pytest.raises(ValueError, match="longer than n_ctx=8"):
+        W(9)
+
+
+def _rope_complex(x: torch.Tensor, positions: torch.Tensor, base=10000.0) -> torch.Tensor:
+    # independent oracle: pair (a, b) as the complex number a + ib, multiply by e^{i·pos·θ}
+    d = x.shape[-1]
+    theta = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    z = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    rot = torch.polar(torch.ones_like(theta), positions.to(torch.float64)[:, None] * theta)
+    return torch.view_as_real(z * rot).reshape(x.shape).to(x.dtype)
+
+
+def test_rope_matches_complex_multiplication():
+    x = torch.randn(2, 3, 10, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(rope_rotate(x), _rope_complex(x, torch.arange(10)))
+    pos = torch.tensor([5, 0, 2, 9, 100, 3, 3, 1, 7, 4])
+    torch.testing.assert_close(rope_rotate(x, pos), _rope_complex(x, pos))
+
+
+def test_rope_matches_hugging_face_llama_up_to_feature_order():
+    llama = pytest.importorskip("transformers.models.llama.modeling_llama")
+    d_head, T = 8, 12
+    x = torch.randn(1, 2, T, d_head, generator=torch.Generator().manual_seed(1))
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d_head, 2).float() / d_head))
+    freqs = torch.arange(T).float()[:, None] * inv_freq  # HF's layout: cat(freqs, freqs)
+    cos, sin = torch.cat([freqs, freqs], -1).cos()[None], torch.cat([freqs, freqs], -1).sin()[None]
+    perm = torch.cat([torch.arange(0, d_head, 2), torch.arange(1, d_head, 2)])  # pairs (2i, 2i+1) -> (i, i + d/2)
+    hf, _ = llama.apply_rotary_pos_emb(x[..., perm], x[..., perm], cos, sin)
+    torch.testing.assert_close(rope_rotate(x)[..., perm], hf, rtol=1e-5, atol=1e-5)
+
+
+def test_rope_scores_depend_only_on_the_offset():
+    gen = torch.Generator().manual_seed(2)
+    q, k = torch.randn(16, dtype=torch.float64, generator=gen), torch.randn(16, dtype=torch.float64, generator=gen)
+    def score(m, n):
+        qm = rope_rotate(q[None], torch.tensor([m]))[0]
+        kn = rope_rotate(k[None], torch.tensor([n]))[0]
+        return float(qm @ kn)
+    for offset in (0, 3, 11):
+        values = [score(m + offset, m) for m in (0, 7, 50, 1000)]
+        assert max(values) - min(values) < 1e-9
+    assert abs(score(3, 0) - score(5, 0)) > 1e-3  # and it does depend on the offset
+    # length is preserved: a rotation
+    torch.testing.assert_close(rope_rotate(q[None].repeat(5, 1)).norm(dim=-1), q.norm().repeat(5))
+
+
+def test_attention_without_positions_is_permutation_equivariant():
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(7, 16, dtype=torch.float64, generator=gen)
+    W_Q, W_K, W_V = (torch.randn(16, 4, dtype=torch.float64, generator=gen) for _ in range(3))
+    def attend(inp):
+        return scaled_dot_product_attention(inp @ W_Q, inp @ W_K, inp @ W_V)
+    perm = torch.randperm(7, generator=gen)
+    torch.testing.assert_close(attend(x[perm]), attend(x)[perm])
+    pe = sinusoidal_encoding(7, 16, dtype=torch.float64)
+    assert not torch.allclose(attend(x[perm] + pe), attend(x + pe)[perm])  # positions break the symmetry
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="d_model must be even"):
+        sinusoidal_encoding(4, 5)
+    with pytest.raises(ValueError, match="n_ctx must be a positive int"):
+        sinusoidal_encoding(0, 4)
+    with pytest.raises(ValueError, match=r"d_head \(the last dim of x\) must be even"):
+        rope_rotate(torch.zeros(3, 5))
+    with pytest.raises(ValueError, match=r"shape \(\.\.\., pos, d_head\), got shape \(4,\)"):
+        rope_rotate(torch.zeros(4))
+    with pytest.raises(ValueError, match=r"positions must be a tensor of shape \(3,\), got \(2,\)"):
+        rope_rotate(torch.zeros(3, 4), torch.tensor([0, 1]))
+    with pytest.raises(TypeError, match="floating-point"):
+        rope_rotate(torch.zeros(3, 4, dtype=torch.int64))
