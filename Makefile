@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8888
+# JupyterLab refuses to run as root unless told; only pass the flag when we are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: setup setup-test lab test release clean
 
@@ -25,7 +27,7 @@ setup: $(VENV)/.installed
 setup-test: $(VENV)/.installed-test
 
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) 00_welcome.ipynb
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) notebooks/00_welcome.ipynb
 
 test: setup-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
