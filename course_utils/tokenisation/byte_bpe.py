@@ -1,0 +1,182 @@
+"""A byte-level BPE tokenizer (the GPT-2 / tiktoken kind), readable and exact.
+
+Text is cut into chunks by a split pattern; each chunk's UTF-8 bytes start as single-byte tokens
+and the adjacent pair whose concatenation has the lowest rank is merged until no merge applies
+(ties: the leftmost pair). With GPT-2's, cl100k_base's or o200k_base's ranks the ids equal
+tiktoken's (tests/test_tokenisation_oracle.py). Each distinct chunk is encoded once and cached.
+
+Covers: train (via ``trainer.py``), encode, decode, special tokens, save/load, loading rank files.
+Leaves out: speed tricks beyond the chunk cache, and streaming decoders.
+Decoding invalid UTF-8 (e.g. half an emoji) gives U+FFFD, the replacement character;
+``decode_bytes`` returns the raw bytes instead.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import regex
+
+from course_utils.tokenisation import rankfiles
+from course_utils.tokenisation.pretokenise import GPT2_PATTERN, compiled
+
+
+class ByteBPETokenizer:
+    """``tok = ByteBPETokenizer(ranks, GPT2_PATTERN)``; ``tok.decode(tok.encode("hi")) == "hi"``."""
+
+    def __init__(self, ranks: dict[bytes, int], pattern: str = GPT2_PATTERN,
+                 special_tokens: dict[str, int] | None = None, name: str = "byte-bpe"):
+        if not isinstance(ranks, dict) or not ranks:
+            raise TypeError(f"ranks must be a non-empty dict of bytes -> int, got {type(ranks).__name__}")
+        missing = [b for b in range(256) if bytes([b]) not in ranks]
+        if missing:
+            raise ValueError(f"ranks must contain all 256 single bytes; missing {len(missing)}, e.g. byte {missing[0]}")
+        self.ranks = dict(ranks)
+        self.pattern = pattern
+        self.name = name
+        self.special_tokens = dict(special_tokens or {})
+        self.decoder = {rank: tok for tok, rank in self.ranks.items()}
+        if len(self.decoder) != len(self.ranks):
+            raise ValueError("ranks: two tokens share one rank")
+        clash = set(self.special_tokens.values()) & set(self.decoder)
+        if clash:
+            raise ValueError(f"special_tokens: ids {sorted(clash)[:5]} are already ordinary tokens")
+        self.special_decoder = {i: s.encode("utf-8") for s, i in self.special_tokens.items()}
+        self._split = compiled(pattern)
+        self._cache: dict[bytes, tuple[int, ...]] = {}
+
+    # -- sizes ----------------------------------------------------------------------------------
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id (ordinary or special): GPT-2 -> 50257."""
+        return max([*self.decoder, *self.special_decoder]) + 1
+
+    # -- encoding -------------------------------------------------------------------------------
+    def encode_chunk(self, piece: bytes) -> tuple[int, ...]:
+        """Ids of one pre-tokenised chunk: with GPT-2's ranks ``b" lowest"`` -> ``(9016, 395)``."""
+        ids = self._cache.get(piece)
+        if ids is None:
+            ids = self._cache[piece] = self._merge(piece)
+        return ids
+
+    def _merge(self, piece: bytes) -> tuple[int, ...]:
+        ranks = self.ranks
+        if piece in ranks:
+            return (ranks[piece],)
+        parts = [piece[i:i + 1] for i in range(len(piece))]
+        while len(parts) > 1:
+            best, where = None, -1
+            for i in range(len(parts) - 1):
+                rank = ranks.get(parts[i] + parts[i + 1])
+                if rank is not None and (best is None or rank < best):
+                    best, where = rank, i
+            if best is None:
+                break
+            parts[where:where + 2] = [parts[where] + parts[where + 1]]
+        return tuple(ranks[p] for p in parts)
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Ids of ``text``, treating special-token strings as plain text."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        out: list[int] = []
+        for chunk in self._split.findall(text):
+            out.extend(self.encode_chunk(chunk.encode("utf-8")))
+        return out
+
+    def encode(self, text: str, allowed_special="none") -> list[int]:
+        """Ids of ``text``; special-token strings listed in ``allowed_special`` ("all", "none" or a
+        set) become their single id: ``encode("hi<|endoftext|>", "all")`` ends with the EOT id."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if allowed_special == "none":
+            return self.encode_ordinary(text)
+        allowed = set(self.special_tokens) if allowed_special == "all" else set(allowed_special)
+        unknown = allowed - set(self.special_tokens)
+        if unknown:
+            raise ValueError(f"allowed_special: {sorted(unknown)} are not special tokens of {self.name}")
+        if not allowed:
+            return self.encode_ordinary(text)
+        splitter = regex.compile("(" + "|".join(regex.escape(s) for s in sorted(allowed, key=len, reverse=True)) + ")")
+        out: list[int] = []
+        for i, part in enumerate(splitter.split(text)):
+            out.extend([self.special_tokens[part]] if i % 2 else self.encode_ordinary(part))
+        return out
+
+    # -- decoding -------------------------------------------------------------------------------
+    def decode_bytes(self, ids) -> bytes:
+        """The raw bytes of ``ids``: ``decode_bytes(encode("😀")[:1])`` is the emoji's first byte(s)."""
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+            raise TypeError(f"ids must be a sequence of ints, got {type(ids).__name__}")
+        out = []
+        for pos, i in enumerate(ids):
+            if not isinstance(i, int) or isinstance(i, bool):
+                if hasattr(i, "__index__"):
+                    i = i.__index__()
+                else:
+                    raise TypeError(f"ids[{pos}] must be an int, got {type(i).__name__}")
+            piece = self.decoder.get(i)
+            if piece is None:
+                piece = self.special_decoder.get(i)
+            if piece is None:
+                raise ValueError(f"ids[{pos}] = {i} is outside the vocabulary of {self.name} "
+                                 f"(valid ids: 0..{self.n_vocab - 1}, with gaps for unused ids)")
+            out.append(piece)
+        return b"".join(out)
+
+    def decode(self, ids) -> str:
+        """Text of ``ids``; bytes that are not valid UTF-8 become U+FFFD (the replacement character)."""
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    def pieces(self, ids) -> list[bytes]:
+        """Each id's bytes, in order: ``pieces(encode(" lowest"))`` -> ``[b' low', b'est']``."""
+        return [self.decode_bytes([i]) for i in ids]
+
+    # -- training, saving, loading --------------------------------------------------------------
+    @classmethod
+    def train(cls, text: str, vocab_size: int, pattern: str = GPT2_PATTERN,
+              special_tokens: list[str] | None = None, progress: bool = False) -> "ByteBPETokenizer":
+        """Learn ``vocab_size - 256 - len(special_tokens)`` merges on ``text`` (see ``trainer.py``)."""
+        from course_utils.tokenisation.trainer import train_byte_bpe
+
+        special_tokens = list(special_tokens or [])
+        merges = train_byte_bpe(text, vocab_size - len(special_tokens), pattern=pattern, progress=progress)
+        ranks = {bytes([b]): b for b in range(256)}
+        for token, _ in merges:
+            ranks[token] = len(ranks)
+        specials = {s: len(ranks) + k for k, s in enumerate(special_tokens)}
+        return cls(ranks, pattern, specials, name="course BPE")
+
+    def save(self, path) -> None:
+        """Write a JSON file: pattern, special tokens and the ranks in tiktoken's text format."""
+        payload = {"format": "course-byte-bpe/1", "name": self.name, "pattern": self.pattern,
+                   "special_tokens": self.special_tokens, "ranks": rankfiles.dump_tiktoken(self.ranks)}
+        Path(path).write_text(json.dumps(payload, indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path) -> "ByteBPETokenizer":
+        """Read a file written by ``save``."""
+        if not isinstance(path, (str, Path)):
+            raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
+        if not Path(path).is_file():
+            raise ValueError(f"path: tokenizer file {str(path)!r} does not exist")
+        try:
+            payload = json.loads(Path(path).read_text(encoding="utf-8"))
+            assert payload.get("format") == "course-byte-bpe/1"
+        except (json.JSONDecodeError, AssertionError, AttributeError, UnicodeDecodeError):
+            raise ValueError(f"path: {str(path)!r} is not a file written by ByteBPETokenizer.save") from None
+        ranks = rankfiles.parse_tiktoken(payload["ranks"], what=f"path {str(path)!r}")
+        return cls(ranks, payload["pattern"], payload["special_tokens"], payload.get("name", "byte-bpe"))
+
+    @classmethod
+    def from_tiktoken_file(cls, path, pattern: str, special_tokens: dict[str, int] | None = None,
+                           name: str = "byte-bpe") -> "ByteBPETokenizer":
+        """Load a ``.tiktoken`` rank file (e.g. cl100k_base) with its split pattern."""
+        return cls(rankfiles.load_tiktoken_file(path), pattern, special_tokens, name)
+
+    @classmethod
+    def from_gpt2_files(cls, encoder_json, vocab_bpe, name: str = "gpt2") -> "ByteBPETokenizer":
+        """Load GPT-2's ``encoder.json`` + ``vocab.bpe`` (GPT-2's pattern, ``<|endoftext|>`` = 50256)."""
+        ranks = rankfiles.load_gpt2_files(encoder_json, vocab_bpe)
+        return cls(ranks, GPT2_PATTERN, {"<|endoftext|>": 50256}, name)

@@ -1,0 +1,148 @@
+"""Byte-level BPE library: trainer agreement, round trips, save/load, and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from course_utils.corpus import corpus_slice, load_corpus
+from course_utils.tokenisation import rankfiles, real
+from course_utils.tokenisation.byte_bpe import ByteBPETokenizer
+from course_utils.tokenisation.pretokenise import pretokenise, visible
+from course_utils.tokenisation.trainer import (_merge_word, chunk_counts, learn_merges, learn_merges_naive,
+                                               train_byte_bpe)
+
+
+@pytest.fixture(scope="module")
+def small_text():
+    return corpus_slice(load_corpus(), 120_000)
+
+
+@pytest.fixture(scope="module")
+def trained(small_text):
+    return ByteBPETokenizer.train(small_text, vocab_size=400, special_tokens=["<|endoftext|>", "<pad>"])
+
+
+def test_incremental_trainer_equals_naive_trainer(small_text):
+    counts = chunk_counts(small_text)
+    assert learn_merges(counts, 200) == learn_merges_naive(counts, 200)
+
+
+def test_trainers_agree_on_a_text_with_ties_and_repeats():
+    text = "aaaa aaa aa a abab ab ba " * 3 + "xyz xyzxyz zz"
+    counts = chunk_counts(text)
+    assert learn_merges(counts, 30) == learn_merges_naive(counts, 30)
+
+
+def test_first_merge_is_the_most_frequent_pair_counted_by_hand():
+    # chunks "the", " the", " the": ('t','h') 3, ('h','e') 3, (' ','t') 2; tie at 3 -> smallest ids (104, 101).
+    merges = train_byte_bpe("the the the", 257)
+    assert merges == [(b"he", (104, 101))]
+
+
+def test_merge_word_is_left_to_right():
+    assert _merge_word([1, 1, 1], (1, 1), 9) == [9, 1]
+    assert _merge_word([1, 2, 3, 1, 2], (1, 2), 9) == [9, 3, 9]
+
+
+def test_trained_tokenizer_round_trips_and_compresses(trained, small_text):
+    ids = trained.encode(small_text)
+    assert trained.decode(ids) == small_text
+    assert len(ids) < 0.75 * len(small_text.encode())
+    assert trained.n_vocab == 400
+    assert trained.encode("<pad>", allowed_special="all") == [399]
+
+
+def test_save_load_round_trip(trained, tmp_path, small_text):
+    path = tmp_path / "tok.json"
+    trained.save(path)
+    loaded = ByteBPETokenizer.load(path)
+    assert loaded.ranks == trained.ranks and loaded.special_tokens == trained.special_tokens
+    assert loaded.encode(small_text[:5000]) == trained.encode(small_text[:5000])
+
+
+def test_pretokenise_keeps_the_leading_space():
+    assert pretokenise("Hello world!") == ["Hello", " world", "!"]
+    assert visible(b" cat") == "Ġcat"
+
+
+def test_decoding_half_an_emoji_gives_the_replacement_character():
+    gpt2 = real.load("gpt2")
+    ids = gpt2.encode("😀")
+    assert len(ids) > 1
+    assert gpt2.decode(ids[:1]) == "\ufffd"
+    assert gpt2.decode_bytes(ids) == "😀".encode()
+
+
+# -- bad input --------------------------------------------------------------------------------
+def test_train_rejects_empty_text():
+    with pytest.raises(ValueError, match="text is empty"):
+        ByteBPETokenizer.train("", 300)
+
+
+def test_train_rejects_non_string():
+    with pytest.raises(TypeError, match="text must be a str"):
+        ByteBPETokenizer.train(b"bytes", 300)
+
+
+def test_train_rejects_vocab_smaller_than_bytes():
+    with pytest.raises(ValueError, match="vocab_size must be at least 256"):
+        ByteBPETokenizer.train("hello", 100)
+    with pytest.raises(TypeError, match="vocab_size must be an int"):
+        ByteBPETokenizer.train("hello", 300.0)
+
+
+def test_encode_rejects_non_string(trained):
+    with pytest.raises(TypeError, match="text must be a str"):
+        trained.encode(["not", "a", "string"])
+    with pytest.raises(ValueError, match="allowed_special"):
+        trained.encode("x", allowed_special={"<nope>"})
+
+
+def test_decode_rejects_ids_outside_vocab(trained):
+    with pytest.raises(ValueError, match=r"ids\[1\] = 400 is outside the vocabulary"):
+        trained.decode([65, 400])
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        trained.decode([-1])
+    with pytest.raises(TypeError, match="ids must be a sequence"):
+        trained.decode("65")
+    with pytest.raises(TypeError, match=r"ids\[0\] must be an int"):
+        trained.decode([1.5])
+
+
+def test_missing_rank_file(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        rankfiles.load_tiktoken_file(tmp_path / "nope.tiktoken")
+    with pytest.raises(ValueError, match="encoder_json"):
+        rankfiles.load_gpt2_files(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+    with pytest.raises(ValueError, match="path"):
+        ByteBPETokenizer.load(tmp_path / "nope.json")
+
+
+def test_malformed_rank_files(tmp_path):
+    bad = tmp_path / "bad.tiktoken"
+    bad.write_text("IQ== 0\nnot-base64!! 1\n")
+    with pytest.raises(ValueError, match="malformed line 2"):
+        rankfiles.load_tiktoken_file(bad)
+    gz = tmp_path / "bad.tiktoken.gz"
+    gz.write_bytes(gzip.compress(b"IQ== zero\n"))
+    with pytest.raises(ValueError, match="malformed line 1"):
+        rankfiles.load_tiktoken_file(gz)
+    short = tmp_path / "short.tiktoken"
+    short.write_text("IQ== 0\n")
+    with pytest.raises(ValueError, match="all 256 single bytes"):
+        ByteBPETokenizer.from_tiktoken_file(short, pattern=r"\S+")
+    enc = tmp_path / "encoder.json"
+    enc.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="encoder_json"):
+        rankfiles.load_gpt2_files(enc, real.data_files("gpt2")[1])
+    enc.write_text(json.dumps({"a": 0}))
+    with pytest.raises(ValueError, match="vocab_bpe: merge 1"):
+        rankfiles.load_gpt2_files(enc, real.data_files("gpt2")[1])
+
+
+def test_unknown_real_tokenizer_name():
+    with pytest.raises(ValueError, match="name must be one of"):
+        real.load("gpt5")
