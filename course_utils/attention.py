@@ -10,8 +10,10 @@ Mask convention (shared with ``course_utils.softmax.masked_softmax``): a ``torch
 ``True`` = this query may attend to this key, broadcastable to ``(..., q_pos, k_pos)``. A query
 row with nothing allowed gets all-zero weights and an all-zero output, never NaN, in both paths.
 
-Leaves out: the projections W_Q, W_K, W_V, W_O and splitting into heads (see the multi-head
-module), dropout, causal-mask builders, and any KV cache.
+Also ``AttentionHead``, one head as an ``nn.Module`` (W_Q, W_K, W_V, W_O, no biases).
+
+Leaves out: splitting into several heads (see the multi-head module), dropout, causal-mask
+builders, and any KV cache.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import math
 import torch
 import torch.nn.functional as F
 from jaxtyping import Bool, Float
-from torch import Tensor
+from torch import Tensor, nn
 
 from course_utils.softmax import masked_softmax
 
@@ -144,3 +146,31 @@ def scaled_dot_product_attention(
         row_allowed = mask.any(dim=-1, keepdim=True)  # (..., q_pos, 1)
         out = torch.where(row_allowed, out, torch.zeros((), dtype=out.dtype, device=out.device))
     return out
+
+
+class AttentionHead(nn.Module):
+    """One attention head: ``AttentionHead(d_model=8, d_head=2)(x)`` maps (..., pos, 8) -> (..., pos, 8).
+
+    Queries, keys and values are x @ W_Q, x @ W_K, x @ W_V (each d_model × d_head); the head's
+    output, written back to the residual stream, is the attention result @ W_O (d_head × d_model).
+    W_V and W_O together are a low-rank factorisation of a d_model × d_model value map. No mask
+    and no biases here; ``mask`` is passed through for later notebooks.
+    """
+
+    def __init__(self, d_model: int, d_head: int, init_std: float = 0.02):
+        super().__init__()
+        for name, n in (("d_model", d_model), ("d_head", d_head)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ValueError(f"{name} must be a positive int, got {n!r}")
+        self.d_model, self.d_head = d_model, d_head
+        self.W_Q = nn.Parameter(torch.randn(d_model, d_head) * init_std)
+        self.W_K = nn.Parameter(torch.randn(d_model, d_head) * init_std)
+        self.W_V = nn.Parameter(torch.randn(d_model, d_head) * init_std)
+        self.W_O = nn.Parameter(torch.randn(d_head, d_model) * init_std)
+
+    def forward(self, x: Float[Tensor, "... pos d_model"], mask: Bool[Tensor, "... pos pos"] | None = None) -> Float[Tensor, "... pos d_model"]:
+        if not isinstance(x, torch.Tensor) or x.ndim < 2 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must be a tensor of shape (..., pos, d_model={self.d_model}), got "
+                             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+        q, k, v = x @ self.W_Q, x @ self.W_K, x @ self.W_V  # each (..., pos, d_head)
+        return scaled_dot_product_attention(q, k, v, mask) @ self.W_O  # (..., pos, d_model)

@@ -248,3 +248,32 @@ def test_follows_input_device_and_dtype():
     q, k, v = _qkv((2, 4, 8), (2, 5, 8), 3, torch.float64)
     out = _call(q, k, v)
     assert out.dtype == torch.float64 and out.device == q.device and out.shape == (2, 4, 3)
+
+
+# -- one head as a module: torch.nn.MultiheadAttention (one head, no bias) is the oracle ------------
+def test_attention_head_matches_torch_multihead_attention_with_one_head():
+    from course_utils.attention import AttentionHead
+
+    torch.manual_seed(0)
+    d_model = 8
+    head = AttentionHead(d_model, d_model, init_std=0.5)  # torch's single head has d_head = d_model
+    mha = torch.nn.MultiheadAttention(d_model, num_heads=1, bias=False, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([head.W_Q.T, head.W_K.T, head.W_V.T]))  # torch stores W.T
+        mha.out_proj.weight.copy_(head.W_O.T)
+    x = torch.randn(2, 5, d_model)
+    expected, _ = mha(x, x, x, need_weights=False)
+    _assert_close(head(x), expected)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    expected_causal, _ = mha(x, x, x, attn_mask=~causal, need_weights=False)  # torch: True = blocked
+    _assert_close(head(x, causal), expected_causal)
+
+
+def test_attention_head_shapes_and_bad_input():
+    from course_utils.attention import AttentionHead
+
+    head = AttentionHead(16, 4)
+    assert head(torch.randn(3, 7, 16)).shape == (3, 7, 16)
+    assert sum(p.numel() for p in head.parameters()) == 4 * 16 * 4
+    with pytest.raises(ValueError, match=r"d_model=16.*got \(3, 7, 15\)"):
+        head(torch.randn(3, 7, 15))
