@@ -1,0 +1,311 @@
+"""Helpers for the browser tests: a private JupyterLab server, headless Chromium, and checks.
+
+Covered: starting/stopping JupyterLab on 127.0.0.1 with a random port and token and with news,
+update checks and the PyPI extension manager turned off; launching Debian's Chromium through
+Playwright (never a downloaded browser); opening a notebook, waiting for its kernel, running all
+cells; reading widget readouts by CSS class (see notes in WIDGET_CONTRACT); checking that a
+screenshot is not blank; recording every request the page makes.
+Left out: anything specific to one notebook (that lives in tests/test_browser.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+LOCAL_SCHEMES = {"data", "blob", "about", "chrome-error"}
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now, e.g. ``free_port()`` -> ``43817``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def missing_browser_reason() -> str | None:
+    """Why the browser tests cannot run here (``None`` when they can), e.g. no Chromium."""
+    if not CHROMIUM.exists():
+        return (
+            f"Chromium not found at {CHROMIUM} (install it with `apt-get install -y chromium`, "
+            "or set COURSE_CHROMIUM to a Chromium binary); browser tests not run"
+        )
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the Python package `playwright` is not installed (pip install -e '.[test]')"
+    return None
+
+
+@dataclass
+class LabServer:
+    """A JupyterLab server on 127.0.0.1 serving ``root_dir``; ``start()`` then ``stop()``.
+
+    Example: ``lab = LabServer(tmp / "nb", tmp / "jupyter").start(); lab.url("lab")``.
+    """
+
+    root_dir: Path
+    state_dir: Path
+    port: int = field(default_factory=free_port)
+    token: str = field(default_factory=lambda: os.urandom(16).hex())
+    process: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    def _write_config(self) -> dict[str, str]:
+        config_dir = self.state_dir / "config"
+        settings_dir = self.state_dir / "user-settings"
+        notification = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+        notification.parent.mkdir(parents=True, exist_ok=True)
+        notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        # Render every cell fully (no lazy windowing), so offscreen widgets have text and pixels.
+        tracker = settings_dir / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+        tracker.parent.mkdir(parents=True, exist_ok=True)
+        tracker.write_text(json.dumps({"windowingMode": "none"}))
+        config_dir.mkdir(parents=True, exist_ok=True)
+        config = {
+            "ServerApp": {
+                "ip": "127.0.0.1",
+                "port": self.port,
+                "port_retries": 0,
+                "open_browser": False,
+                "root_dir": str(self.root_dir),
+                "allow_root": True,
+                "jpserver_extensions": {"jupyter_lsp": False, "jupyter_server_terminals": False},
+            },
+            "IdentityProvider": {"token": self.token},
+            "LabApp": {
+                "news_url": None,
+                "check_for_updates_class": "jupyterlab.handlers.announcements.NeverCheckForUpdate",
+                "extension_manager": "readonly",
+                "user_settings_dir": str(settings_dir),
+                "workspaces_dir": str(self.state_dir / "workspaces"),
+                "expose_app_in_browser": True,
+            },
+        }
+        (config_dir / "jupyter_server_config.json").write_text(json.dumps(config, indent=1))
+        env = dict(os.environ)
+        env.update(
+            JUPYTER_CONFIG_DIR=str(config_dir),
+            JUPYTER_RUNTIME_DIR=str(self.state_dir / "runtime"),
+            JUPYTER_PLATFORM_DIRS="1",
+            MPLBACKEND="module://matplotlib_inline.backend_inline",
+            PYDEVD_DISABLE_FILE_VALIDATION="1",
+        )
+        env.pop("JUPYTER_TOKEN", None)
+        return env
+
+    def url(self, path: str = "", **query: str) -> str:
+        """``lab.url("lab/tree/x.ipynb")`` -> ``http://127.0.0.1:PORT/lab/tree/x.ipynb?token=...``."""
+        query = {"token": self.token, **query}
+        return f"http://127.0.0.1:{self.port}/{path}?{urllib.parse.urlencode(query)}"
+
+    def start(self, timeout: float = 120.0) -> LabServer:
+        """Start the server and wait until ``/api/status`` answers (raises RuntimeError if not)."""
+        env = self._write_config()
+        self.log_path = self.state_dir / "jupyterlab.log"
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser"],
+            cwd=self.root_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited early; log:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url("api/status"), timeout=5) as response:
+                    if response.status == 200:
+                        return self
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"JupyterLab did not answer within {timeout:.0f} s; log:\n{self.log_tail()}")
+
+    def log_tail(self, n_chars: int = 4000) -> str:
+        """The last ``n_chars`` characters of the server's log (for failure messages)."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return self.log_path.read_text(errors="replace")[-n_chars:]
+
+    def stop(self) -> None:
+        """Shut the server (and the kernels it started) down: SIGTERM, then SIGKILL after 15 s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            urllib.request.urlopen(urllib.request.Request(self.url("api/shutdown"), method="POST"), timeout=5)
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+
+def launch_chromium(playwright, user_data_dir: Path):
+    """A persistent Chromium context (fresh profile in ``user_data_dir``) with the offline flags."""
+    shutil.rmtree(user_data_dir, ignore_errors=True)
+    return playwright.chromium.launch_persistent_context(
+        str(user_data_dir),
+        executable_path=str(CHROMIUM),
+        headless=True,
+        args=CHROMIUM_ARGS,
+        viewport={"width": 1400, "height": 1000},
+        service_workers="block",
+    )
+
+
+class RequestLog:
+    """Records every URL a page (or context) requests; ``foreign()`` lists those not on 127.0.0.1.
+
+    Example: ``log = RequestLog(); context.on("request", log); ...; assert not log.foreign()``.
+    """
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    def __call__(self, request) -> None:
+        self.urls.append(request.url)
+
+    def foreign(self) -> list[str]:
+        """URLs whose scheme is not data:/blob:/about: and whose host is not the loopback."""
+        bad = []
+        for url in self.urls:
+            parsed = urllib.parse.urlsplit(url)
+            if parsed.scheme in LOCAL_SCHEMES:
+                continue
+            if parsed.scheme in ("http", "https", "ws", "wss") and parsed.hostname in LOCAL_HOSTS:
+                continue
+            bad.append(url)
+        return bad
+
+
+# --- JupyterLab driving ------------------------------------------------------------------------
+
+_KERNEL_STATUS_JS = """() => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return k ? k.status : null;
+}"""
+
+
+def open_notebook(page, lab: LabServer, name: str, timeout_ms: float = 180_000) -> None:
+    """Open ``name`` (relative to the server root) in JupyterLab and wait for an idle kernel."""
+    page.goto(lab.url(f"lab/tree/{name}", reset=""), wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
+    page.wait_for_function(
+        f"({_KERNEL_STATUS_JS})() === 'idle'", timeout=timeout_ms, polling=250
+    )
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # more room for the notebook
+
+
+def run_all_cells(page, timeout_ms: float = 300_000) -> None:
+    """Run every cell of the current notebook and wait until the kernel is idle again.
+
+    Raises AssertionError naming the cell when an output is a Python error (traceback).
+    """
+    page.evaluate(
+        """async () => {
+          const app = window.jupyterapp;
+          await app.shell.currentWidget.sessionContext.ready;
+          await app.commands.execute('notebook:run-all-cells');
+        }"""
+    )
+    page.wait_for_function(
+        f"""() => {{
+          if (({_KERNEL_STATUS_JS})() !== 'idle') return false;
+          const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')];
+          return !prompts.some(p => p.textContent.includes('*'));
+        }}""",
+        timeout=timeout_ms,
+        polling=250,
+    )
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
+    if errors.count():
+        raise AssertionError(f"a cell raised an error in JupyterLab:\n{errors.first.inner_text()[-3000:]}")
+
+
+def readout_text(locator) -> str:
+    """The plain text of an ipywidgets HTML readout, e.g. ``'cat: 0.659\\ndog: 0.242'``."""
+    return locator.inner_text().strip()
+
+
+_TOKEN_LINE = re.compile(r"^\s*(.+?)\s*:\s*(-?\d+\.\d+)\s*$")
+
+
+def parse_probabilities(text: str) -> dict[str, float]:
+    """Token lines ``TOKEN: 0.772`` of a readout, skipping ``entropy``/``T =`` lines.
+
+    ``parse_probabilities("cat: 0.700\\ndog: 0.300\\nentropy: 0.611 nats")`` -> ``{'cat': 0.7, 'dog': 0.3}``.
+    """
+    probs = {}
+    for line in text.splitlines():
+        match = _TOKEN_LINE.match(line)
+        if match and match.group(1).lower() not in ("entropy", "t"):
+            probs[match.group(1)] = float(match.group(2))
+    return probs
+
+
+def parse_entropy(text: str) -> float:
+    """``parse_entropy("entropy: 0.679 nats")`` -> ``0.679`` (AssertionError when absent)."""
+    match = re.search(r"entropy\s*:\s*(-?\d+\.\d+)", text)
+    assert match, f"no 'entropy: X nats' line in readout:\n{text}"
+    return float(match.group(1))
+
+
+def image_from_png(png: bytes) -> np.ndarray:
+    """Decode PNG bytes (e.g. a Playwright screenshot) to a float array (H, W, C) in [0, 1]."""
+    from matplotlib import image as mpimg
+
+    return mpimg.imread(io.BytesIO(png), format="png")
+
+
+def blank_reason(png: bytes, min_std: float = 0.02, min_ink: float = 0.005) -> str | None:
+    """Why a screenshot looks blank (``None`` if it has visible content).
+
+    Blank means (almost) one colour: pixel standard deviation below ``min_std`` or fewer than
+    ``min_ink`` of the pixels differing from the most common colour. Example:
+    ``blank_reason(white_png)`` -> ``'pixel std 0.000 < 0.02 ...'``.
+    """
+    img = image_from_png(png)[..., :3]
+    if img.size == 0 or img.shape[0] < 4 or img.shape[1] < 4:
+        return f"image is only {img.shape[1]}x{img.shape[0]} pixels"
+    std = float(img.std())
+    flat = img.reshape(-1, 3)
+    background = np.median(flat, axis=0)
+    ink = float((np.abs(flat - background).max(axis=1) > 0.1).mean())
+    if std < min_std or ink < min_ink:
+        return f"pixel std {std:.3f} (min {min_std}), non-background fraction {ink:.4f} (min {min_ink})"
+    return None
