@@ -148,6 +148,40 @@ def scaled_dot_product_attention(
     return out
 
 
+def pattern_entropy(pattern: Float[Tensor, "... q_pos k_pos"]) -> Float[Tensor, "... q_pos"]:
+    """Entropy of each attention row in nats (0·log 0 = 0): ``pattern_entropy(tensor([[0.5, 0.5]]))`` -> ``[0.693]``.
+
+    log(k_pos) for a uniform row, 0 for a one-hot (saturated) row.
+    """
+    if not isinstance(pattern, torch.Tensor) or not pattern.is_floating_point():
+        raise TypeError(f"pattern must be a floating-point torch.Tensor, got {getattr(pattern, 'dtype', type(pattern).__name__)}")
+    logs = torch.where(pattern > 0, pattern.log(), torch.zeros_like(pattern))
+    return -(pattern * logs).sum(dim=-1)
+
+
+def random_scores(n_queries: int, n_keys: int, d_k: int, *, scaled: bool, seed: int = 0) -> Float[Tensor, "n_queries n_keys"]:
+    """q·k for random q, k with unit-variance entries (float64), divided by sqrt(d_k) when ``scaled``.
+
+    ``random_scores(1000, 1, 64, scaled=False).var()`` -> about 64; with ``scaled=True`` about 1.
+    """
+    for name, n in (("n_queries", n_queries), ("n_keys", n_keys), ("d_k", d_k)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(n_queries, d_k, generator=gen, dtype=torch.float64)
+    k = torch.randn(n_keys, d_k, generator=gen, dtype=torch.float64)
+    return attention_scores(q, k) if scaled else q @ k.T  # (n_queries, n_keys)
+
+
+def saturation_stats(n_keys: int, d_k: int, *, scaled: bool, n_queries: int = 200, seed: int = 0) -> dict[str, float]:
+    """Mean largest weight and mean entropy (nats) of softmax rows of ``random_scores``.
+
+    ``saturation_stats(8, 512, scaled=False)["max_weight"]`` is close to 1 (one key takes it all).
+    """
+    pattern = masked_softmax(random_scores(n_queries, n_keys, d_k, scaled=scaled, seed=seed), None)
+    return {"max_weight": float(pattern.amax(dim=-1).mean()), "entropy": float(pattern_entropy(pattern).mean())}
+
+
 class AttentionHead(nn.Module):
     """One attention head: ``AttentionHead(d_model=8, d_head=2)(x)`` maps (..., pos, 8) -> (..., pos, 8).
 

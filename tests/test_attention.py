@@ -277,3 +277,50 @@ def test_attention_head_shapes_and_bad_input():
     assert sum(p.numel() for p in head.parameters()) == 4 * 16 * 4
     with pytest.raises(ValueError, match=r"d_model=16.*got \(3, 7, 15\)"):
         head(torch.randn(3, 7, 15))
+
+
+# -- saturation helpers and the d_k widget ---------------------------------------------------------
+def test_pattern_entropy_extremes():
+    from course_utils.attention import pattern_entropy
+
+    uniform = torch.full((2, 5), 0.2, dtype=torch.float64)
+    one_hot = torch.tensor([[0.0, 1.0, 0.0]], dtype=torch.float64)
+    _assert_close(pattern_entropy(uniform), torch.full((2,), math.log(5), dtype=torch.float64))
+    assert pattern_entropy(one_hot).item() == 0.0
+
+
+@pytest.mark.parametrize("d_k", [4, 64, 512])
+def test_dot_product_variance_grows_like_d_k(d_k):
+    from course_utils.attention import random_scores
+
+    raw = random_scores(4000, 1, d_k, scaled=False, seed=1)
+    scaled = random_scores(4000, 1, d_k, scaled=True, seed=1)
+    assert 0.85 * d_k < raw.var().item() < 1.15 * d_k  # var(q·k) = d_k for unit-variance entries
+    assert 0.85 < scaled.var().item() < 1.15
+
+
+def test_unscaled_softmax_saturates_as_d_k_grows():
+    from course_utils.attention import saturation_stats
+
+    small, large = saturation_stats(8, 4, scaled=False), saturation_stats(8, 512, scaled=False)
+    assert large["max_weight"] > 0.9 > small["max_weight"]
+    scaled_small, scaled_large = saturation_stats(8, 4, scaled=True), saturation_stats(8, 512, scaled=True)
+    assert abs(scaled_small["entropy"] - scaled_large["entropy"]) < 0.2  # scaling keeps it steady
+
+
+def test_dk_widget_classes_and_readout(monkeypatch):
+    pytest.importorskip("ipywidgets")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course_utils.viz.attention import dk_saturation_viewer
+
+    monkeypatch.setattr("course_utils.viz.attention.display", lambda *a, **k: None)
+    viewer = dk_saturation_viewer("the cat sat on the mat".split(), d_k=4)
+    assert "course-attention-viewer" in viewer._dom_classes
+    slider, readout, figure = viewer.children
+    assert "course-dk" in slider._dom_classes and "course-readout" in readout._dom_classes
+    assert "course-figure" in figure._dom_classes
+    assert readout.value.startswith("d_k = 4<br>") and "nan" not in readout.value
+    slider.value = 512
+    assert readout.value.startswith("d_k = 512<br>")
