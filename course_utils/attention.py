@@ -162,7 +162,7 @@ def pattern_entropy(pattern: Float[Tensor, "... q_pos k_pos"]) -> Float[Tensor, 
 def random_scores(n_queries: int, n_keys: int, d_k: int, *, scaled: bool, seed: int = 0) -> Float[Tensor, "n_queries n_keys"]:
     """q·k for random q, k with unit-variance entries (float64), divided by sqrt(d_k) when ``scaled``.
 
-    ``random_scores(1000, 1, 64, scaled=False).var()`` -> about 64; with ``scaled=True`` about 1.
+    ``random_scores(300, 300, 64, scaled=False).var()`` -> about 64; with ``scaled=True`` about 1.
     """
     for name, n in (("n_queries", n_queries), ("n_keys", n_keys), ("d_k", d_k)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
