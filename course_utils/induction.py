@@ -1,0 +1,138 @@
+"""A tiny attention-only transformer that learns to copy, and scores that find its specialised heads.
+
+Covers: ``AttentionOnlyTransformer`` (embeddings, positions, ``n_layers`` causal multi-head
+attention layers added to the residual stream, unembedding; no MLPs, no LayerNorm),
+``periodic_sequences`` (training data: a random block repeated), ``repeated_sequences`` (random
+tokens, then the same tokens again, for measuring), ``train_induction_model``
+(a few seconds on a CPU), and two head scores: ``previous_token_scores`` (how much each head looks
+one position back) and ``induction_scores`` (how much each head, in the repeat, looks at the
+position just *after* the current token's earlier occurrence: the "induction" pattern that lets the
+model continue the copy). Leaves out MLPs, LayerNorm and anything about real text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor, nn
+
+from course_utils.masking import causal_mask
+from course_utils.multihead import MultiHeadAttention
+
+
+@dataclass(frozen=True)
+class InductionConfig:
+    """The toy task and model; the defaults train in a few seconds on two CPU cores."""
+
+    d_vocab: int = 24
+    n_ctx: int = 20
+    min_period: int = 4  # training sequences repeat a random block of min_period..max_period tokens
+    max_period: int = 10
+    d_model: int = 32
+    n_heads: int = 2
+    n_layers: int = 2
+    steps: int = 400
+    batch: int = 64
+    lr: float = 2e-2
+
+
+class AttentionOnlyTransformer(nn.Module):
+    """``AttentionOnlyTransformer(InductionConfig())(tokens)`` -> logits of shape (batch, pos, d_vocab)."""
+
+    def __init__(self, cfg: InductionConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
+        self.W_pos = nn.Parameter(0.1 * torch.randn(cfg.n_ctx, cfg.d_model))
+        self.layers = nn.ModuleList(MultiHeadAttention(cfg.d_model, cfg.n_heads) for _ in range(cfg.n_layers))
+        self.W_U = nn.Linear(cfg.d_model, cfg.d_vocab, bias=False)
+
+    def _embed(self, tokens: Tensor) -> Tensor:
+        if tokens.ndim != 2 or tokens.shape[1] > self.cfg.n_ctx:
+            raise ValueError(f"tokens must have shape (batch, pos <= n_ctx={self.cfg.n_ctx}), got {tuple(tokens.shape)}")
+        return self.W_E(tokens) + self.W_pos[: tokens.shape[1]]  # (batch, pos, d_model)
+
+    def forward(self, tokens: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d_vocab"]:
+        resid = self._embed(tokens)
+        mask = causal_mask(tokens.shape[1], device=tokens.device)
+        for layer in self.layers:
+            resid = resid + layer(resid, mask)
+        return self.W_U(resid)
+
+    @torch.no_grad()
+    def patterns(self, tokens: Int[Tensor, "batch pos"]) -> list[Float[Tensor, "batch head q_pos k_pos"]]:
+        """Every layer's attention pattern on ``tokens``, one tensor per layer."""
+        resid = self._embed(tokens)
+        mask = causal_mask(tokens.shape[1], device=tokens.device)
+        found = []
+        for layer in self.layers:
+            found.append(layer.pattern(resid, mask))
+            resid = resid + layer(resid, mask)
+        return found
+
+
+def repeated_sequences(n_seqs: int, half_len: int, d_vocab: int, generator: torch.Generator | None = None) -> Int[Tensor, "batch pos"]:
+    """``n_seqs`` rows of ``half_len`` random tokens followed by the same tokens: ``[5, 2, 7, 5, 2, 7]``."""
+    first = torch.randint(0, d_vocab, (n_seqs, half_len), generator=generator)
+    return torch.cat([first, first], dim=1)  # (batch, 2 * half_len)
+
+
+def periodic_sequences(n_seqs: int, cfg: InductionConfig, generator: torch.Generator | None = None) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, "batch"]]:
+    """Training data: each row repeats its own random block of ``period`` tokens until n_ctx.
+
+    ``[3, 9, 4, 3, 9, 4, 3, ...]`` for period 3. The period varies from row to row, so the copy
+    cannot be found from positions alone: the model has to match tokens (an induction head).
+    """
+    periods = torch.randint(cfg.min_period, cfg.max_period + 1, (n_seqs,), generator=generator)
+    blocks = torch.randint(0, cfg.d_vocab, (n_seqs, cfg.n_ctx), generator=generator)
+    index = torch.arange(cfg.n_ctx)[None, :] % periods[:, None]  # (batch, pos): position within the block
+    return blocks.gather(1, index), periods
+
+
+def repeat_loss(logits: Float[Tensor, "batch pos d_vocab"], tokens: Int[Tensor, "batch pos"], periods: Int[Tensor, "batch"]) -> Tensor:
+    """Mean cross-entropy over the next tokens that are repeats (target position >= the row's period)."""
+    targets = tokens[:, 1:]  # (batch, pos - 1)
+    per_token = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), targets, reduction="none")  # (batch, pos - 1)
+    predictable = torch.arange(1, tokens.shape[1])[None, :] >= periods[:, None]  # (batch, pos - 1)
+    return per_token[predictable].mean()
+
+
+def train_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 0) -> tuple[AttentionOnlyTransformer, list[float]]:
+    """Train from scratch with a fixed seed; returns the model and the loss after every step."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    model = AttentionOnlyTransformer(cfg)
+    optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    losses = []
+    for _ in range(cfg.steps):
+        tokens, periods = periodic_sequences(cfg.batch, cfg, gen)
+        loss = repeat_loss(model(tokens), tokens, periods)
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        losses.append(loss.item())
+    return model.eval(), losses
+
+
+def previous_token_scores(pattern: Float[Tensor, "batch head q_pos k_pos"]) -> Float[Tensor, "head"]:
+    """Mean weight each head puts on the position just before the query (queries 1..end).
+
+    A perfect previous-token head scores 1; ``previous_token_scores`` of a pattern that always
+    looks at itself scores 0.
+    """
+    return pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, -1))  # (head,)
+
+
+def induction_scores(pattern: Float[Tensor, "batch head q_pos k_pos"], half_len: int) -> Float[Tensor, "head"]:
+    """Mean weight, over queries in the repeat, on the token after the query's earlier copy.
+
+    Query ``i >= half_len`` holds the same token as ``i - half_len``; an induction head attends to
+    ``i - half_len + 1``, the token that came next last time. A perfect induction head scores 1.
+    """
+    n_ctx = pattern.shape[-1]
+    if not 2 <= half_len <= n_ctx // 2:
+        raise ValueError(f"half_len must be between 2 and n_ctx // 2 = {n_ctx // 2}, got {half_len}")
+    stripe = pattern.diagonal(offset=-(half_len - 1), dim1=-2, dim2=-1)  # (batch, head, n_ctx - half_len + 1)
+    return stripe[..., 1:].mean(dim=(0, -1))  # queries half_len .. n_ctx - 1

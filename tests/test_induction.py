@@ -1,0 +1,75 @@
+"""The toy attention-only model learns the copy task, and the head scores find a previous-token head
+in layer 0 and an induction head in layer 1 (seeded, a few seconds on a CPU)."""
+
+import math
+
+import pytest
+import torch
+
+from course_utils.induction import (AttentionOnlyTransformer, InductionConfig, induction_scores, periodic_sequences,
+                                    previous_token_scores, repeated_sequences, train_induction_model)
+
+
+def test_scores_on_hand_built_patterns():
+    n = 8
+    prev = torch.zeros(1, 1, n, n)
+    prev[0, 0, 0, 0] = 1
+    prev[0, 0, torch.arange(1, n), torch.arange(n - 1)] = 1
+    assert previous_token_scores(prev).item() == 1.0
+    assert induction_scores(prev, 4).item() == 0.0
+    ind = torch.eye(n)[None, None].clone()
+    for q in range(4, n):
+        ind[0, 0, q] = 0
+        ind[0, 0, q, q - 3] = 1
+    assert induction_scores(ind, 4).item() == 1.0
+    assert previous_token_scores(torch.eye(n)[None, None]).item() == 0.0
+    with pytest.raises(ValueError, match="half_len"):
+        induction_scores(ind, 5)
+
+
+def test_training_data_repeats_with_the_stated_period():
+    cfg = InductionConfig()
+    tokens, periods = periodic_sequences(16, cfg, torch.Generator().manual_seed(0))
+    for row, period in zip(tokens, periods):
+        assert cfg.min_period <= period <= cfg.max_period
+        assert torch.equal(row[period:], row[:-period])
+    rep = repeated_sequences(3, 5, 10, torch.Generator().manual_seed(0))
+    assert torch.equal(rep[:, :5], rep[:, 5:])
+
+
+@pytest.fixture(scope="module")
+def trained():
+    torch.manual_seed(0)
+    model, losses = train_induction_model(InductionConfig(), seed=0)
+    tokens = repeated_sequences(200, 10, model.cfg.d_vocab, torch.Generator().manual_seed(123))
+    return model, losses, model.patterns(tokens)
+
+
+def test_model_learns_to_copy(trained):
+    model, losses, _ = trained
+    chance = math.log(model.cfg.d_vocab)
+    assert losses[0] > 0.9 * chance
+    assert sum(losses[-20:]) / 20 < 0.25 * chance
+
+
+def test_layer0_has_a_previous_token_head_and_layer1_an_induction_head(trained):
+    _, _, (layer0, layer1) = trained
+    prev0, ind1 = previous_token_scores(layer0), induction_scores(layer1, 10)
+    assert prev0.max() > 0.5, prev0
+    assert ind1.max() > 0.5, ind1
+    # and they are different jobs: the induction head is not looking one token back, nor vice versa
+    assert previous_token_scores(layer1)[ind1.argmax()] < 0.2
+    assert induction_scores(layer0, 10)[prev0.argmax()] < 0.1
+
+
+def test_untrained_model_has_neither_head():
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(InductionConfig())
+    layer0, layer1 = model.patterns(repeated_sequences(50, 10, 24, torch.Generator().manual_seed(1)))
+    assert previous_token_scores(layer0).max() < 0.3 and induction_scores(layer1, 10).max() < 0.3
+
+
+def test_rejects_sequences_longer_than_n_ctx():
+    model = AttentionOnlyTransformer(InductionConfig())
+    with pytest.raises(ValueError, match="n_ctx=20"):
+        model(torch.zeros(1, 21, dtype=torch.long))

@@ -1,0 +1,104 @@
+"""Multi-head attention against torch.nn.MultiheadAttention and torch's fused SDPA, the per-head
+decomposition through W_O, and parameter/FLOP counts against sum(p.numel()) and FlopCounterMode."""
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from course_utils.masking import causal_mask, padding_mask
+from course_utils.multihead import MultiHeadAttention, attention_cost, merge_heads, split_heads, to_torch_mha
+
+
+def _module(d_model=24, n_heads=3, bias=True, seed=0):
+    torch.manual_seed(seed)
+    return MultiHeadAttention(d_model, n_heads, bias=bias).double()
+
+
+def _x(batch=2, pos=7, d_model=24, seed=1):
+    return torch.randn(batch, pos, d_model, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_split_heads_takes_contiguous_column_slices():
+    x = _x()
+    heads = split_heads(x, 3)
+    assert heads.shape == (2, 3, 7, 8)
+    for h in range(3):
+        torch.testing.assert_close(heads[:, h], x[..., 8 * h: 8 * (h + 1)])
+    torch.testing.assert_close(merge_heads(heads), x)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "causal+padding"])
+def test_matches_torch_multihead_attention_with_the_same_weights(bias, mask_kind):
+    module, x = _module(bias=bias), _x()
+    mask = {"none": None, "causal": causal_mask(7), "causal+padding": causal_mask(7) & padding_mask([5, 7], 7)}[mask_kind]
+    torch_mha = to_torch_mha(module)
+    torch_mask = None
+    if mask is not None:  # torch wants (batch * n_heads, q, k) with True = blocked
+        torch_mask = (~mask).expand(2, 7, 7).repeat_interleave(3, dim=0)
+    expected, weights = torch_mha(x, x, x, attn_mask=torch_mask, need_weights=True, average_attn_weights=False)
+    torch.testing.assert_close(module(x, mask), expected)
+    torch.testing.assert_close(module.pattern(x, mask), weights)
+
+
+def test_reference_and_fused_paths_agree_with_torch_sdpa():
+    module, x = _module(), _x()
+    q, k, v = (split_heads(W(x), 3) for W in (module.W_Q, module.W_K, module.W_V))
+    oracle = module.W_O(merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)))
+    torch.testing.assert_close(module(x, causal_mask(7)), oracle)
+    torch.testing.assert_close(module(x, causal_mask(7), impl="fused"), oracle)
+
+
+def test_concat_then_W_O_equals_sum_of_each_heads_slice():
+    module, x = _module(), _x()
+    parts = module.per_head_contributions(x, causal_mask(7))
+    assert parts.shape == (2, 3, 7, 24)
+    torch.testing.assert_close(parts.sum(dim=1) + module.W_O.bias, module(x, causal_mask(7)))
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8])
+def test_parameter_and_flop_counts_match_the_oracles_and_do_not_depend_on_n_heads(n_heads):
+    d_model, n_ctx = 64, 50
+    module = MultiHeadAttention(d_model, n_heads)
+    cost = attention_cost(d_model, n_heads, n_ctx)
+    assert cost["params"] == sum(p.numel() for p in module.parameters())
+    assert cost["params"] == sum(p.numel() for p in torch.nn.MultiheadAttention(d_model, n_heads).parameters())
+    with FlopCounterMode(display=False) as counter:
+        module(torch.randn(1, n_ctx, d_model))
+    assert cost["flops"] == counter.get_total_flops()
+    assert cost == attention_cost(d_model, 1, n_ctx)
+
+
+def test_paper_sized_layer_counts():
+    cost = attention_cost(512, 8, 1000, bias=False)
+    assert cost["params"] == 4 * 512 * 512 == 1_048_576
+
+
+@pytest.mark.gpu
+def test_same_output_on_cuda():
+    module, x = _module(), _x()
+    expected = module(x, causal_mask(7))
+    got = module.to("cuda")(x.to("cuda"), causal_mask(7, device="cuda"))
+    torch.testing.assert_close(got.cpu(), expected)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: MultiHeadAttention(10, 3), ValueError, "divisible by n_heads"),
+    (lambda: MultiHeadAttention(8, 0), ValueError, "n_heads must be a positive int"),
+    (lambda: split_heads(torch.zeros(2, 3), 1), ValueError, r"shape \(batch, pos, d_model\)"),
+    (lambda: merge_heads(torch.zeros(2, 3, 4)), ValueError, r"shape \(batch, head, pos, d_head\)"),
+    (lambda: _module()(torch.zeros(1, 3, 5, dtype=torch.float64)), ValueError, "d_model=24"),
+    (lambda: _module()(_x(), torch.ones(7, 7)), TypeError, "torch.bool"),
+    (lambda: _module()(_x(), causal_mask(5)), ValueError, "does not broadcast"),
+])
+def test_bad_input_is_rejected_with_a_clear_message(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_fully_masked_row_gives_zero_attention_output_not_nan():
+    module, x = _module(), _x(batch=1, pos=3)
+    mask = torch.tensor([[False, False, False], [True, False, False], [True, True, True]])
+    out = module(x, mask)
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out[0, 0], module.W_O.bias)  # nothing attended: only W_O's bias
