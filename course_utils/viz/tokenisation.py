@@ -1,0 +1,53 @@
+"""The tokenizer widget of notebook 01: type text, see it cut into coloured pieces with ids.
+
+``tokenizer_widget(course_bpe)`` -> a VBox (CSS class ``course-tokenizer``) with a Textarea
+(``course-tokenizer-text``), a Dropdown of tokenizers (``course-tokenizer-choice``: characters,
+bytes, course BPE, GPT-2, cl100k_base, o200k_base) and an HTML readout (``course-readout``):
+one ``<span class="course-token" title="id N">piece</span>`` per token, then the plain lines
+``ids: [...]`` and ``tokens: N``. The callback only calls ``split_for_display``.
+"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+
+from course_utils.tokenisation.course import CHOICES, split_for_display
+
+PALETTE = ("#ffd6a5", "#caffbf", "#9bf6ff", "#bdb2ff", "#ffc6ff", "#fdffb6")
+
+
+def render_pieces(pieces: list[tuple[str, int]]) -> str:
+    """HTML for (piece, id) pairs: ``[("hi", 5)]`` -> ``'<div ...><span class="course-token" title="id 5" ...>hi</span>...'``."""
+    spans = []
+    for k, (piece, token_id) in enumerate(pieces):
+        shown = html.escape(piece).replace("\n", "↵")
+        spans.append(f'<span class="course-token" title="id {token_id}" '
+                     f'style="background:{PALETTE[k % len(PALETTE)]};white-space:pre;padding:1px 0;'
+                     f'border-right:1px solid #888">{shown}</span>')
+    ids = ", ".join(str(i) for _, i in pieces)
+    return (f'<div style="font-family:monospace;line-height:1.9">{"".join(spans)}</div>'
+            f"<div>ids: [{ids}]</div><div>tokens: {len(pieces)}</div>")
+
+
+def tokenizer_widget(course_bpe=None, text: str = "Tokenisation isn't magic: café, 😀, strawberry!",
+                     choice: str = "GPT-2") -> widgets.VBox:
+    """The widget; ``course_bpe`` is the notebook's trained tokenizer (default: the cached one)."""
+    box_text = widgets.Textarea(value=text, description="text", continuous_update=True,
+                                layout=widgets.Layout(width="95%"))
+    box_text.add_class("course-tokenizer-text")
+    dropdown = widgets.Dropdown(options=list(CHOICES), value=choice, description="tokenizer")
+    dropdown.add_class("course-tokenizer-choice")
+    readout = widgets.HTML()
+    readout.add_class("course-readout")
+
+    def _update(_=None) -> None:
+        readout.value = render_pieces(split_for_display(box_text.value, dropdown.value, course_bpe))
+
+    box_text.observe(_update, names="value")
+    dropdown.observe(_update, names="value")
+    _update()
+    root = widgets.VBox([box_text, dropdown, readout])
+    root.add_class("course-tokenizer")
+    return root
