@@ -1,9 +1,15 @@
-"""The ``course-lab`` command: ``course-lab release --out DIR`` writes the student version."""
+"""The ``course-lab`` command.
+
+``course-lab release --out DIR`` writes the student version; ``course-lab grade SUBMISSIONS/ --out
+grades.csv`` grades a folder of submissions into a gradebook; ``course-lab export --to nbgrader|otter
+--out DIR`` writes the notebooks for nbgrader or otter-grader.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from course_utils.lab.release import ReleaseError, release
@@ -23,6 +29,41 @@ def _cmd_release(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_grade(args: argparse.Namespace) -> int:
+    from course_utils.lab.folder import grade_folder
+    from course_utils.lab.gradebook import summary_line, write_gradebook
+    from course_utils.lab.kernel import Limits
+    from course_utils.lab.submissions import default_source
+
+    limits = Limits(cell_timeout=args.timeout, probe_timeout=args.probe_timeout, memory_mb=args.memory_mb,
+                    threads=args.threads)
+    start = time.monotonic()
+    try:
+        seeds = [int(s) for s in args.hidden_seeds.split(",") if s.strip()]
+        results = grade_folder(Path(args.submissions), Path(args.source) if args.source else default_source(), limits,
+                               seeds, Path(args.hidden_tests) if args.hidden_tests else None, args.jobs,
+                               progress=not args.quiet)
+    except ValueError as exc:
+        print(f"course-lab grade: error: {exc}", file=sys.stderr)
+        return 2
+    feedback = write_gradebook(results, Path(args.out))
+    print(summary_line(results, time.monotonic() - start))
+    print(f"wrote {args.out} and {len(list(feedback.glob('*.md')))} feedback file(s) in {feedback}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from course_utils.lab.export import export
+
+    try:
+        written = export(Path(args.source), Path(args.out), args.to)
+    except ValueError as exc:
+        print(f"course-lab export: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(written)} {args.to} notebook(s) to {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course-lab", description="Instructor tools for Inside the Transformer.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -30,6 +71,24 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument("--out", required=True, help="folder to write the student notebooks into (replaced)")
     rel.add_argument("--source", default=str(_default_source()), help="solution notebook or folder (default: notebooks)")
     rel.set_defaults(func=_cmd_release)
+    grd = commands.add_parser("grade", help="grade a folder of submissions into a CSV gradebook")
+    grd.add_argument("submissions", help="folder of <student>/<notebook>.ipynb and/or <student>.ipynb files")
+    grd.add_argument("--out", required=True, help="the CSV to write; feedback files go to <stem>_feedback/ beside it")
+    grd.add_argument("--hidden-tests", help="folder of instructor test modules (see course_utils/lab/hidden.py)")
+    grd.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
+    grd.add_argument("--source", help="the course's solution notebooks (points, names); default: the course's notebooks/")
+    grd.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook cell (default 120)")
+    grd.add_argument("--probe-timeout", type=float, default=20.0, help="seconds per call of a student's function (default 20)")
+    grd.add_argument("--memory-mb", type=int, default=4096, help="address-space limit of each kernel in MiB (default 4096)")
+    grd.add_argument("--threads", type=int, default=1, help="torch/BLAS threads per kernel (default 1)")
+    grd.add_argument("--hidden-seeds", default="1,2", help="seeds of the hidden cases, comma-separated (default 1,2)")
+    grd.add_argument("--quiet", action="store_true", help="no progress bar")
+    grd.set_defaults(func=_cmd_grade)
+    exp = commands.add_parser("export", help="write the notebooks for nbgrader or otter-grader")
+    exp.add_argument("--to", required=True, choices=["nbgrader", "otter"])
+    exp.add_argument("--out", required=True, help="folder to write (replaced)")
+    exp.add_argument("--source", default=str(_default_source()), help="solution notebook or folder (default: notebooks)")
+    exp.set_defaults(func=_cmd_export)
     return parser
 
 

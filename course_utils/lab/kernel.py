@@ -1,0 +1,241 @@
+"""A submission's kernel: start it sandboxed, run every cell, then answer the grader's probes.
+
+``SubmissionKernel`` starts a fresh kernel (``course_utils.lab.sandbox``: memory-limited) in an
+empty temporary folder with a small environment, runs every code cell through nbclient with a
+per-cell timeout (a cell that raises does not stop later cells), keeps at most ``output_bytes``
+of each cell's output, and records per cell what went wrong. ``send(code, expression)`` then runs
+a probe and returns the value of ``expression`` as text, with its own timeout; a kernel that
+ignores the interrupt after a timeout is killed.
+
+Leaves out: what the probe code says (``probe.py``) and any judging (``grade.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from queue import Empty
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+KERNEL_NAME = "course-lab-sandbox"
+GRACE_S = 5.0  # how long an interrupted cell or probe gets to stop before the kernel is killed
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-submission limits: ``Limits(cell_timeout=60, probe_timeout=10, memory_mb=4096)``."""
+
+    cell_timeout: float = 60.0
+    probe_timeout: float = 10.0
+    memory_mb: int = 4096
+    output_bytes: int = 10_000
+    threads: int = 1
+
+
+@dataclass
+class CellProblem:
+    """Something that went wrong in one cell, for the feedback file."""
+
+    index: int
+    kind: str  # "error", "timeout", "output_truncated", "kernel_died"
+    detail: str
+
+
+class KernelDied(BaseException):
+    """The student's kernel is gone (exited, killed, or killed by us after ignoring an interrupt)."""
+
+
+class ProbeTimeout(BaseException):
+    """A probe ran past its limit and was interrupted; the kernel is still usable."""
+
+
+class _SandboxSpecs(KernelSpecManager):
+    memory_mb = 4096
+
+    def find_kernel_specs(self) -> dict[str, str]:
+        return {KERNEL_NAME: ""}
+
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        argv = [sys.executable, "-m", "course_utils.lab.sandbox", "--memory-mb", str(self.memory_mb),
+                "-f", "{connection_file}"]
+        return KernelSpec(argv=argv, display_name="course-lab sandbox", language="python")
+
+
+class _CappedClient(NotebookClient):
+    """nbclient, but keeping at most ``cap`` characters of output per cell (the rest is counted)."""
+
+    def __init__(self, nb, km, cap: int, **kw):
+        super().__init__(nb, km=km, **kw)
+        self.cap, self.kept, self.dropped = cap, {}, {}
+
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg["content"]
+        if msg["msg_type"] == "stream":
+            size = len(content.get("text", ""))
+        elif msg["msg_type"] == "error":
+            size = sum(len(line) for line in content.get("traceback", [])) + len(content.get("evalue", ""))
+        else:
+            size = sum(len(str(v)) for v in content.get("data", {}).values())
+        room = self.cap - self.kept.get(cell_index, 0)
+        if size > room:
+            self.dropped[cell_index] = self.dropped.get(cell_index, 0) + size - max(room, 0)
+            if msg["msg_type"] == "stream" and room > 0:
+                content["text"] = content["text"][:room]
+                size = room
+            elif msg["msg_type"] != "error":
+                return None
+        self.kept[cell_index] = self.kept.get(cell_index, 0) + size
+        return super().output(outs, msg, display_id, cell_index)
+
+
+def _environment(workdir: str, limits: Limits) -> dict[str, str]:
+    keep = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    threads = str(limits.threads)
+    env.update(HOME=workdir, TMPDIR=workdir, MPLBACKEND="Agg", PYTHONHASHSEED="0", MALLOC_ARENA_MAX="2",
+               OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
+               JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    return env
+
+
+def _first_error(cell) -> tuple[str, str] | None:
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            return out.get("ename", ""), out.get("evalue", "")
+    return None
+
+
+class SubmissionKernel:
+    """``async with SubmissionKernel(limits) as k: problems = await k.run_notebook(nb)``."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.workdir = tempfile.mkdtemp(prefix="course-lab-")
+        specs = _SandboxSpecs()
+        specs.memory_mb = limits.memory_mb
+        self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+        self.kc = None
+        self.dead = False
+
+    async def __aenter__(self) -> "SubmissionKernel":
+        await self.km.start_kernel(cwd=self.workdir, env=_environment(self.workdir, self.limits),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        await self.kc.wait_for_ready(timeout=60)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        try:
+            if self.kc is not None:
+                self.kc.stop_channels()
+            if self.km.has_kernel:
+                await self.km.shutdown_kernel(now=True)
+        except Exception:
+            pass
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    async def kill(self) -> None:
+        self.dead = True
+        try:
+            await self.km.kill_kernel()
+        except Exception:
+            pass
+
+    async def run_notebook(self, nb: nbformat.NotebookNode) -> list[CellProblem]:
+        """Run every code cell in order; return what went wrong. ``self.dead`` is set if the kernel died."""
+        client = _CappedClient(nb, self.km, self.limits.output_bytes, timeout=self.limits.cell_timeout,
+                               allow_errors=True, interrupt_on_timeout=True, record_timing=False,
+                               kernel_name=KERNEL_NAME)
+        client.kc = self.kc
+        problems: list[CellProblem] = []
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or not cell.source.strip():
+                continue
+            start = time.monotonic()
+            try:
+                await asyncio.wait_for(client.async_execute_cell(cell, index, store_history=False),
+                                       self.limits.cell_timeout + GRACE_S)
+            except (DeadKernelError, asyncio.TimeoutError):
+                # nbclient reports our own cancellation (a cell that ignored the interrupt) as a dead kernel
+                if await self.km.is_alive():
+                    detail = f"ran past {self.limits.cell_timeout:g} s and ignored the interrupt; kernel stopped"
+                else:
+                    detail = "the kernel died while running this cell"
+                await self.kill()
+                problems.append(CellProblem(index, "kernel_died", detail))
+            else:
+                error = _first_error(cell)
+                took = time.monotonic() - start
+                if error and error[0] == "KeyboardInterrupt" and took >= self.limits.cell_timeout:
+                    problems.append(CellProblem(index, "timeout", f"stopped after the {self.limits.cell_timeout:g} s cell time limit"))
+                elif error:
+                    problems.append(CellProblem(index, "error", f"{error[0]}: {error[1]}"[:300]))
+            if index in client.dropped:
+                problems.append(CellProblem(index, "output_truncated",
+                                            f"printed {client.dropped[index] + client.kept.get(index, 0):,} characters; feedback keeps the first {self.limits.output_bytes:,}"))
+            if self.dead or not await self.km.is_alive():
+                self.dead = True
+                if not problems or problems[-1].kind != "kernel_died":
+                    problems.append(CellProblem(index, "kernel_died", "the kernel exited while running this cell"))
+                break
+        return problems
+
+    async def send(self, code: str, expression: str) -> tuple[str, str]:
+        """Run ``code`` silently, then evaluate ``expression``: ('ok', its repr) or ('error', 'Name: msg').
+
+        Raises ``ProbeTimeout`` (kernel interrupted, still usable) or ``KernelDied``."""
+        if self.dead or not await self.km.is_alive():
+            self.dead = True
+            raise KernelDied("the kernel is not running")
+        msg_id = self.kc.execute(code, silent=True, store_history=False, user_expressions={"r": expression},
+                                 stop_on_error=False)
+        reply = await self._reply(msg_id, self.limits.probe_timeout)
+        if reply is None:
+            await self.km.interrupt_kernel()
+            reply = await self._reply(msg_id, GRACE_S)
+            if reply is None:
+                await self.kill()
+                raise KernelDied(f"a call ran past {self.limits.probe_timeout:g} s and ignored the interrupt; kernel stopped")
+            raise ProbeTimeout(f"ran past the {self.limits.probe_timeout:g} s time limit")
+        content = reply["content"]
+        if content.get("status") != "ok":
+            return "error", f"{content.get('ename', '?')}: {content.get('evalue', '')}"
+        value = content.get("user_expressions", {}).get("r", {})
+        if value.get("status") != "ok":
+            return "error", f"{value.get('ename', '?')}: {value.get('evalue', '')}"
+        return "ok", value.get("data", {}).get("text/plain", "")
+
+    async def _reply(self, msg_id: str, timeout: float):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            await self._drain_iopub()
+            try:
+                msg = await self.kc.get_shell_msg(timeout=min(0.25, max(deadline - time.monotonic(), 0.01)))
+            except Empty:
+                if not await self.km.is_alive():
+                    self.dead = True
+                    raise KernelDied("the kernel died during a call") from None
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+        return None
+
+    async def _drain_iopub(self) -> None:
+        while True:
+            try:
+                await self.kc.get_iopub_msg(timeout=0)
+            except Empty:
+                return

@@ -1,0 +1,145 @@
+"""Call a student's function inside their kernel and bring back only plain data.
+
+What runs in the kernel is a minimal call of the student's own object, ``NAME(*args, **kwargs)``,
+on inputs the grader sends (pickled, base64 in the code text). No course code is imported on that
+path, so redefining ``course_utils``, ``numpy.allclose`` or ``torch.testing`` in the kernel changes
+nothing: expected values and every comparison are computed in the grader. The answer comes back
+through ``torch.save`` and is read with ``torch.load(weights_only=True)``, which rebuilds only
+tensors, numbers, strings and containers, so a hostile kernel cannot run code in the grader.
+NumPy values are turned into tensors in the kernel first.
+
+For an exercise that wants a class (``Exercise.wants_class``), the exercise's own ``run`` must
+construct and drive the object in the kernel; it is loaded there from its source file as a fresh
+module, never from the kernel's (patchable) ``sys.modules``.
+
+Leaves out: starting the kernel (``kernel.py``) and judging (``grade.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import base64
+import io
+import json
+import pickle
+
+import torch
+
+MAX_REPLY_CHARS = 64 << 20
+
+_KERNEL_CODE = r'''
+def _course_lab_probe(name, payload, runner):
+    import base64, io, json, pickle
+    import torch
+    if name not in globals():
+        return json.dumps({"kind": "missing"})
+    target = globals()[name]
+    args, kwargs = pickle.loads(base64.b64decode(payload))
+    try:
+        if runner is None:
+            value = target(*args, **kwargs)
+        else:
+            import importlib.util
+            spec = importlib.util.spec_from_file_location("_course_lab_fresh", runner[0])
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            value = module.EXERCISES[runner[1]].run(target, args[0])
+    except Exception as exc:
+        return json.dumps({"kind": "raised", "type": type(exc).__name__, "message": str(exc)[:500]})
+    def plain(v):
+        mod = type(v).__module__ or ""
+        if mod == "numpy" and hasattr(v, "shape") and v.shape != ():
+            return torch.from_numpy(v.copy())
+        if mod == "numpy" and hasattr(v, "item"):
+            return v.item()
+        if isinstance(v, (list, tuple)):
+            return type(v)(plain(x) for x in v) if type(v) in (list, tuple) else [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+    buffer = io.BytesIO()
+    try:
+        torch.save(plain(value), buffer)
+    except Exception as exc:
+        return json.dumps({"kind": "unsendable", "type": type(value).__name__, "message": str(exc)[:200]})
+    return json.dumps({"kind": "value", "data": base64.b64encode(buffer.getvalue()).decode()})
+
+_course_lab_result = _course_lab_probe({name!r}, {payload!r}, {runner!r})
+'''
+
+
+class StudentRaised(Exception):
+    """The student's function raised; ``error_type`` is the name of what it raised."""
+
+    def __init__(self, error_type: str, message: str):
+        super().__init__(f"{error_type}: {message}")
+        self.error_type, self.message = error_type, message
+
+
+class NotDefined(Exception):
+    """The notebook never defined the function (or its cell failed before the definition)."""
+
+
+class ProbeFailed(Exception):
+    """The probe itself failed in the kernel (e.g. the student broke pickle or torch there)."""
+
+
+def probe_code(name: str, args: tuple, kwargs: dict, runner: tuple[str, str] | None = None) -> str:
+    """The code sent to the kernel: ``probe_code('f', (1,), {})`` calls ``f(1)`` there."""
+    if not name.isidentifier():
+        raise ValueError(f"name must be a Python identifier, got {name!r}")
+    payload = base64.b64encode(pickle.dumps((tuple(args), dict(kwargs)))).decode()
+    return _KERNEL_CODE.replace("{name!r}", repr(name)).replace("{payload!r}", repr(payload)).replace("{runner!r}", repr(runner))
+
+
+def decode_reply(status: str, text: str):
+    """Turn the kernel's reply into a value, or raise ``StudentRaised`` / ``NotDefined`` / ``ProbeFailed``."""
+    if status != "ok":
+        error_type, _, message = text.partition(": ")
+        raise StudentRaised(error_type, message)  # a BaseException such as SystemExit escaped the call
+    if len(text) > MAX_REPLY_CHARS:
+        raise ProbeFailed(f"the answer was too large to bring back ({len(text):,} characters)")
+    try:
+        envelope = json.loads(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError, MemoryError) as exc:
+        raise ProbeFailed(f"the kernel sent back something unreadable ({type(exc).__name__})") from None
+    kind = envelope.get("kind") if isinstance(envelope, dict) else None
+    if kind == "missing":
+        raise NotDefined()
+    if kind == "raised":
+        raise StudentRaised(str(envelope.get("type")), str(envelope.get("message", "")))
+    if kind == "unsendable":
+        raise StudentRaised("TypeError", f"returned a {envelope.get('type')}, which the grader cannot read back")
+    if kind != "value":
+        raise ProbeFailed("the kernel sent back something unreadable")
+    try:
+        return torch.load(io.BytesIO(base64.b64decode(envelope["data"])), weights_only=True)
+    except Exception as exc:
+        raise StudentRaised("TypeError", f"returned a value the grader cannot read back ({str(exc)[:120]})") from None
+
+
+class StudentProxy:
+    """Calls the student's ``name`` in their kernel from grader code running in a worker thread.
+
+    ``proxy(x)`` returns the plain value, or raises ``StudentRaised`` / ``NotDefined``;
+    ``ProbeTimeout`` and ``KernelDied`` (BaseExceptions) pass through any ``except Exception``.
+    """
+
+    def __init__(self, kernel, loop: asyncio.AbstractEventLoop, name: str, runner: tuple[str, str] | None = None):
+        self.kernel, self.loop, self.name, self.runner = kernel, loop, name, runner
+        self.__name__ = name
+
+    def __call__(self, *args, **kwargs):
+        return self._send(probe_code(self.name, args, kwargs))
+
+    def run_remote(self, case):
+        """For class exercises: the exercise's own ``run(cls, case)`` executed in the kernel."""
+        if self.runner is None:
+            raise ProbeFailed(f"no source file known for the exercise that checks `{self.name}`")
+        return self._send(probe_code(self.name, (case,), {}, self.runner))
+
+    def _send(self, code: str):
+        future = asyncio.run_coroutine_threadsafe(self.kernel.send(code, "_course_lab_result"), self.loop)
+        status, text = future.result()
+        return decode_reply(status, text)

@@ -1,0 +1,140 @@
+"""Find the submissions in a folder, read them, and tell which course notebook each one is.
+
+A submissions folder holds ``<student>/<notebook>.ipynb`` (any depth below the student's folder)
+and/or ``<student>.ipynb`` files. Hidden files and ``.ipynb_checkpoints`` are skipped; every other
+file is a submission, so a stray ``.txt`` or an empty file still gets a row (status ``unreadable``).
+
+A submission is matched to a course notebook by file name (``00_welcome.ipynb``), else by the
+exercise names in its metadata, else by which exercise functions its code defines. Points always
+come from the course's own notebooks (the ``--source`` folder), never from the submission, whose
+metadata a student can edit.
+
+Leaves out: running and grading (``grade.py``, ``folder.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from course_utils.checks import all_exercises
+
+MAX_BYTES = 50 << 20
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One submitted file: ``Submission('alice', Path('subs/alice/00_welcome.ipynb'), 'alice/00_welcome.ipynb')``."""
+
+    student: str
+    path: Path
+    rel: str
+
+
+@dataclass(frozen=True)
+class CourseNotebook:
+    """A course notebook's name, its exercises' points, and the names its exercises define."""
+
+    name: str
+    points: dict
+    functions: frozenset
+
+
+def default_source() -> Path:
+    """The course's solution notebooks next to the installed package (``<repo>/notebooks``)."""
+    import course_utils
+
+    return Path(course_utils.__file__).resolve().parents[1] / "notebooks"
+
+
+def course_catalog(source: Path) -> dict[str, CourseNotebook]:
+    """``{'00_welcome.ipynb': CourseNotebook(...)}`` for every notebook in ``source`` with exercises."""
+    source = Path(source)
+    if not source.is_dir():
+        raise ValueError(f"source must be the folder of course notebooks, got {source} (not a folder)")
+    registry = all_exercises()
+    catalog = {}
+    for path in sorted(source.glob("*.ipynb")):
+        nb = nbformat.read(str(path), as_version=4)
+        exercises = nb.metadata.get("course", {}).get("exercises", {})
+        points = {name: float(spec.get("points", 1)) for name, spec in exercises.items()}
+        names = frozenset(registry[e].expected_name for e in points if e in registry)
+        catalog[path.name] = CourseNotebook(path.name, points, names)
+    if not catalog:
+        raise ValueError(f"source {source} holds no .ipynb notebooks")
+    return catalog
+
+
+def _hidden(parts: tuple[str, ...]) -> bool:
+    return any(p.startswith(".") or p == "__pycache__" for p in parts)
+
+
+def find_submissions(folder: Path) -> list[Submission]:
+    """Every submission under ``folder``, sorted by path; ``ValueError`` if the folder is missing."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"submissions must be a folder, got {folder} (no such folder)")
+    found = []
+    for entry in sorted(folder.iterdir()):
+        if _hidden((entry.name,)):
+            continue
+        if entry.is_dir():
+            for path in sorted(entry.rglob("*")):
+                rel = path.relative_to(folder)
+                if path.is_file() and not _hidden(rel.parts):
+                    found.append(Submission(entry.name, path, rel.as_posix()))
+        elif entry.is_file():
+            student = entry.stem if entry.suffix == ".ipynb" else entry.name
+            found.append(Submission(student, entry, entry.name))
+    return found
+
+
+def read_submission(path: Path) -> tuple[nbformat.NotebookNode | None, str]:
+    """(notebook, "") or (None, why it cannot be read): empty, too large, invalid JSON, not a notebook."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return None, "empty file"
+        if size > MAX_BYTES:
+            return None, f"file too large ({size:,} bytes)"
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot read file ({type(exc).__name__}: {exc})"[:200]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc})"[:200]
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        return None, "not a notebook (JSON without a list of cells)"
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        for cell in nb.cells:
+            if cell.get("cell_type") not in ("code", "markdown", "raw") or not isinstance(cell.get("source"), str):
+                return None, "not a notebook (a cell without a type or source)"
+    except Exception as exc:  # nbformat raises several unrelated types for bad input
+        return None, f"not a notebook ({type(exc).__name__}: {str(exc)[:150]})"
+    return nb, ""
+
+
+def _defines(nb: nbformat.NotebookNode, name: str) -> bool:
+    pattern = re.compile(rf"^\s*(def|class)\s+{re.escape(name)}\b", re.MULTILINE)
+    return any(c.cell_type == "code" and pattern.search(c.source) for c in nb.cells)
+
+
+def identify(sub: Submission, nb: nbformat.NotebookNode | None, catalog: dict[str, CourseNotebook]) -> str | None:
+    """The course notebook ``sub`` is a copy of, or ``None``: by file name, then metadata, then code."""
+    if sub.path.name in catalog:
+        return sub.path.name
+    if nb is None:
+        return None
+    claimed = set(nb.metadata.get("course", {}).get("exercises", {}) or {})
+    by_metadata = [name for name, entry in catalog.items() if claimed and set(entry.points) == claimed]
+    if len(by_metadata) == 1:
+        return by_metadata[0]
+    by_code = [name for name, entry in catalog.items()
+               if entry.functions and all(_defines(nb, fn) for fn in entry.functions)]
+    return by_code[0] if len(by_code) == 1 else None
