@@ -167,4 +167,4 @@ def entropy(probs: Float[Tensor, "... d_vocab"]) -> Float[Tensor, "..."]:
     """Entropy in nats, with 0·log 0 = 0: ``entropy(tensor([0.5, 0.5]))`` -> ``0.693``; one-hot -> ``0``."""
     _check_probs(probs)
     logs = torch.where(probs > 0, probs.log(), torch.zeros_like(probs))
-    return -(probs * logs).sum(dim=-1)
+    return -(probs * logs).sum(dim=-1) + 0.0  # + 0.0 turns -0.0 (a one-hot row) into 0.0

@@ -73,3 +73,22 @@ def test_rejects_sequences_longer_than_n_ctx():
     model = AttentionOnlyTransformer(InductionConfig())
     with pytest.raises(ValueError, match="n_ctx=20"):
         model(torch.zeros(1, 21, dtype=torch.long))
+
+
+def test_attention_viewer_switches_layer_head_and_query():
+    from course_utils.viz.head_viewer import attention_viewer
+
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(InductionConfig())
+    tokens = repeated_sequences(1, 10, 24, torch.Generator().manual_seed(1))
+    patterns = [p[0] for p in model.patterns(tokens)]
+    labels = [str(t) for t in tokens[0].tolist()]
+    viewer = attention_viewer(patterns, labels, {"induction": [induction_scores(p[None], 10) for p in patterns]})
+    layer, head, query = viewer.children[0].children
+    readout = viewer.children[1].children[1]
+    assert "course-layer" in layer._dom_classes and "course-readout" in readout._dom_classes
+    layer.value, head.value, query.value = 1, 1, 2
+    lines = readout.value.split("<br>")
+    assert lines[0] == "layer 1 head 1"
+    assert lines[1] == f"induction: {induction_scores(patterns[1][None], 10)[1].item():.3f}"
+    assert lines[3:] == [f"k{j} {labels[j]}: {patterns[1][1, 2, j].item():.3f}" for j in range(3)]

@@ -90,3 +90,24 @@ def test_bad_input_is_rejected_with_a_clear_message(call, error, match):
 def test_mask_table_marks_allowed_and_blocked_cells():
     lines = mask_table(causal_mask(3), ["A", "B", "C"]).splitlines()
     assert lines[1].split() == ["A", "✓", "0", "0"] and lines[3].split() == ["C", "✓", "✓", "✓"]
+
+
+def test_mask_editor_presets_readout_and_empty_row_warning():
+    from course_utils.viz.mask_editor import PRESETS, mask_editor, preset_mask
+
+    tokens = "YOUR CAT IS A LOVELY CAT".split()
+    for name in PRESETS:
+        assert preset_mask(name, 6).shape == (6, 6)
+    assert torch.equal(preset_mask("block-diagonal documents", 6), document_mask([0, 0, 0, 1, 1, 1]))
+    editor = mask_editor(tokens, torch.zeros(6, 6))
+    assert "course-mask-editor" in editor._dom_classes
+    readout = next(w for w in editor.children if "course-readout" in w._dom_classes)
+    assert readout.value.split("<br>")[2] == "q2 IS: 0.333 0.333 0.333 0.000 0.000 0.000"
+    cells = [w for w in editor.children[1].children[0].children if "course-mask-cell" in w._dom_classes]
+    assert len(cells) == 36 and cells[7].tooltip == "q1 k1"
+    cells[0].value = False  # YOUR may now attend to nothing
+    assert "WARNING: fully masked row q0 (YOUR)" in readout.value and "nan" not in readout.value.lower()
+    editor.children[0].value = "all"
+    assert readout.value.split("<br>")[0] == "q0 YOUR: " + " ".join(["0.167"] * 6)
+    with pytest.raises(ValueError, match="preset must be one of"):
+        preset_mask("diagonal", 3)

@@ -117,3 +117,23 @@ def test_entropy_values():
 def test_bad_input_is_rejected_with_a_clear_message(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_temperature_widget_readout_follows_the_contract():
+    from course_utils.viz.temperature import temperature_widget
+
+    box = temperature_widget()
+    find = lambda cls: next(w for w in box.children + box.children[0].children + box.children[1].children if cls in w._dom_classes)
+    readout = find("course-readout")
+    assert readout.value.split("<br>") == ["CAT: 0.772", "DOG: 0.211", "IS: 0.013", "LOVELY: 0.004",
+                                           f"entropy: {entropy(next_token_distribution(WORKED)).item():.3f} nats", "T = 1.000"]
+    slider = find("course-temperature-slider")
+    assert (slider.min, slider.max) == (-2, 1) and slider.base == 10  # 10**-2 .. 10**1
+    slider.value = 0.01
+    assert readout.value.startswith("CAT: 1.000") and "nan" not in readout.value
+    find("course-temperature-greedy").value = True
+    assert "T = 0.000 (greedy)" in readout.value and "entropy: 0.000 nats" in readout.value
+    find("course-temperature-greedy").value = False
+    slider.value = 10.0
+    find("course-topk").value = 2
+    assert readout.value.split("<br>")[2:4] == ["IS: 0.000", "LOVELY: 0.000"]

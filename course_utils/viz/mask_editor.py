@@ -1,0 +1,123 @@
+"""Notebook 04's mask editor: click cells of the query × key table on or off, or pick a preset, and
+watch the attention pattern recompute.
+
+``mask_editor(tokens, scores)`` -> a VBox with a preset dropdown (causal, padding, sliding window,
+prefix-LM, block-diagonal documents, all), one toggle per (query, key) cell (True = may attend), a
+heatmap of the pattern, and a readout of its rows. A query with nothing allowed is reported as a
+warning and its row is all zeros (``masked_softmax``'s documented behaviour), never NaN.
+The maths is ``course_utils.masking`` and ``course_utils.softmax``. CSS classes (WIDGET_CONTRACT):
+``course-mask-editor``, ``course-mask-cell``, ``course-mask-preset``, ``course-readout``,
+``course-figure``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import display
+
+from course_utils import masking
+from course_utils.softmax import masked_softmax
+from course_utils.viz.attention import plot_pattern
+
+PRESETS = ("causal", "padding", "sliding window", "prefix-LM", "block-diagonal documents", "all")
+
+
+def preset_mask(name: str, n_ctx: int) -> torch.Tensor:
+    """A preset as a (n_ctx, n_ctx) bool mask: ``preset_mask("causal", 3)`` -> the lower triangle.
+
+    padding: causal, and the last 2 positions are padding keys; sliding window: 3 keys; prefix-LM:
+    the first half is the prefix; block-diagonal documents: two packed documents, each causal.
+    """
+    if name == "causal":
+        return masking.causal_mask(n_ctx)
+    if name == "padding":
+        return masking.combine_masks(masking.causal_mask(n_ctx), masking.padding_mask([max(1, n_ctx - 2)], n_ctx)[0])
+    if name == "sliding window":
+        return masking.sliding_window_mask(n_ctx, 3)
+    if name == "prefix-LM":
+        return masking.prefix_lm_mask(n_ctx, n_ctx // 2)
+    if name == "block-diagonal documents":
+        return masking.document_mask([0] * (n_ctx // 2) + [1] * (n_ctx - n_ctx // 2))
+    if name == "all":
+        return torch.ones(n_ctx, n_ctx, dtype=torch.bool)
+    raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
+
+
+def mask_readout(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str]) -> str:
+    """One line per query, ``q2 IS: 0.272 0.244 0.484 0.000 ...``, then a WARNING line per empty row."""
+    lines = [f"q{i} {tok}: " + " ".join(f"{w:.3f}" for w in row) for i, (tok, row) in enumerate(zip(tokens, pattern.tolist()))]
+    for i in masking.fully_masked_rows(mask).nonzero().flatten().tolist():
+        lines.append(f"WARNING: fully masked row q{i} ({tokens[i]}): nothing to attend to, its weights are all 0")
+    return "<br>".join(lines)
+
+
+def plot_masked_pattern(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str]):
+    """The pattern as a heatmap with blocked cells crossed out and empty rows outlined in red."""
+    fig, ax = plt.subplots(figsize=(4.8, 4.2))
+    plot_pattern(ax, pattern, tokens, title="attention pattern (× = masked)", annotate=False)
+    for (i, j), weight in zip(torch.cartesian_prod(torch.arange(len(tokens)), torch.arange(len(tokens))).tolist(), pattern.flatten().tolist()):
+        label, colour = (f"{weight:.2f}", "white" if weight > 0.6 else "black") if mask[i, j] else ("×", "grey")
+        ax.text(j, i, label, ha="center", va="center", fontsize=7, color=colour)
+    for i in masking.fully_masked_rows(mask).nonzero().flatten().tolist():
+        ax.add_patch(plt.Rectangle((-0.5, i - 0.5), len(tokens), 1, fill=False, edgecolor="red", lw=2))
+    fig.tight_layout()
+    return fig
+
+
+def mask_editor(tokens: Sequence[str], scores: torch.Tensor, preset: str = "causal") -> widgets.VBox:
+    """The widget over a fixed (n, n) score table; toggles start at ``preset``."""
+    n = len(tokens)
+    scores = torch.as_tensor(scores, dtype=torch.float64)
+    if tuple(scores.shape) != (n, n):
+        raise ValueError(f"scores must have shape ({n}, {n}) for {n} tokens, got {tuple(scores.shape)}")
+    start = preset_mask(preset, n)
+    cells = [[widgets.ToggleButton(value=bool(start[i, j]), description="", tooltip=f"q{i} k{j}",
+                                   layout=widgets.Layout(width="38px", height="30px")) for j in range(n)] for i in range(n)]
+    dropdown = widgets.Dropdown(options=PRESETS, value=preset, description="preset")
+    dropdown.add_class("course-mask-preset")
+    readout = widgets.HTML()
+    readout.add_class("course-readout")
+    figure = widgets.Output()
+    figure.add_class("course-figure")
+    busy = {"setting preset": False}
+
+    def _redraw(_change=None) -> None:
+        if busy["setting preset"]:
+            return
+        mask = torch.tensor([[c.value for c in row] for row in cells], dtype=torch.bool)
+        pattern = masked_softmax(scores, mask)
+        for row in cells:
+            for c in row:
+                c.icon, c.button_style = ("check", "success") if c.value else ("", "")
+        readout.value = mask_readout(pattern, mask, tokens)
+        fig = plot_masked_pattern(pattern, mask, tokens)
+        with figure:
+            figure.clear_output(wait=True)
+            display(fig)
+            plt.close(fig)
+
+    def _apply_preset(change) -> None:
+        mask = preset_mask(change["new"], n)
+        busy["setting preset"] = True
+        for i, row in enumerate(cells):
+            for j, c in enumerate(row):
+                c.value = bool(mask[i, j])
+        busy["setting preset"] = False
+        _redraw()
+
+    for row in cells:
+        for c in row:
+            c.add_class("course-mask-cell")
+            c.observe(_redraw, names="value")
+    dropdown.observe(_apply_preset, names="value")
+    header = [widgets.Label("q \\ k")] + [widgets.Label(t, layout=widgets.Layout(width="38px")) for t in tokens]
+    grid_items = header + [item for i, row in enumerate(cells) for item in [widgets.Label(f"q{i} {tokens[i]}")] + row]
+    grid = widgets.GridBox(grid_items, layout=widgets.Layout(grid_template_columns=f"90px repeat({n}, 42px)"))
+    _redraw()
+    box = widgets.VBox([dropdown, widgets.HBox([grid, figure]), readout])
+    box.add_class("course-mask-editor")
+    return box
