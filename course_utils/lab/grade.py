@@ -125,7 +125,8 @@ def grade_exercise(name: str, max_points: float, exercise: Exercise, make_proxy:
             tested += 1
     except NotDefined:
         return ExerciseResult(name, 0, max_points, "not_defined",
-                              f"`{fn_name}` is not defined after running the notebook (did its cell raise, or was it renamed?)")
+                              f"the notebook defines no `{fn_name}` of its own (did its cell raise, or was it renamed? "
+                              "an imported reference does not count)")
     except ProbeFailed as exc:
         return ExerciseResult(name, 0, max_points, "probe_failed", str(exc))
     return ExerciseResult(name, max_points, max_points, "ok", f"passed all {tested} graded tests")
@@ -158,7 +159,8 @@ async def grade_notebook(nb: nbformat.NotebookNode, points: dict[str, float], re
                          files: dict[str, str]) -> tuple[str, list[ExerciseResult], list[str]]:
     """Run ``nb`` in a fresh sandboxed kernel and grade it: (status, per-exercise results, notes)."""
     async with SubmissionKernel(limits) as kernel:
-        problems = await kernel.run_notebook(nb)
+        watch = sorted({registry[name].expected_name for name in points if name in registry})
+        problems = await kernel.run_notebook(nb, watch)
         loop = asyncio.get_running_loop()
         dead = next((_describe(p) for p in problems if p.kind == "kernel_died"), None)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -154,8 +155,14 @@ class SubmissionKernel:
         except Exception:
             pass
 
-    async def run_notebook(self, nb: nbformat.NotebookNode) -> list[CellProblem]:
-        """Run every code cell in order; return what went wrong. ``self.dead`` is set if the kernel died."""
+    async def run_notebook(self, nb: nbformat.NotebookNode, watch: list[str] = ()) -> list[CellProblem]:
+        """Run every code cell in order; return what went wrong. ``self.dead`` is set if the kernel died.
+
+        After each cell that defines (``def``/``class`` at top level) a name in ``watch``, the
+        kernel remembers that definition (``probe.snapshot_code``)."""
+        from course_utils.lab.probe import snapshot_code
+
+        defines = {name: re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE) for name in watch}
         client = _CappedClient(nb, self.km, self.limits.output_bytes, timeout=self.limits.cell_timeout,
                                allow_errors=True, interrupt_on_timeout=True, record_timing=False,
                                kernel_name=KERNEL_NAME)
@@ -191,7 +198,18 @@ class SubmissionKernel:
                 if not problems or problems[-1].kind != "kernel_died":
                     problems.append(CellProblem(index, "kernel_died", "the kernel exited while running this cell"))
                 break
+            defined = [name for name, pattern in defines.items() if pattern.search(cell.source)]
+            if defined:
+                await self._quietly(snapshot_code(defined, overwrite=True))
+        if watch and not self.dead:
+            await self._quietly(snapshot_code(list(watch), overwrite=False))
         return problems
+
+    async def _quietly(self, code: str) -> None:
+        try:
+            await self.send(code, "None")
+        except (ProbeTimeout, KernelDied):
+            pass
 
     async def send(self, code: str, expression: str) -> tuple[str, str]:
         """Run ``code`` silently, then evaluate ``expression``: ('ok', its repr) or ('error', 'Name: msg').

@@ -1,6 +1,8 @@
 """Call a student's function inside their kernel and bring back only plain data.
 
 What runs in the kernel is a minimal call of the student's own object, ``NAME(*args, **kwargs)``,
+where ``NAME`` is the object the notebook itself defined (remembered by ``snapshot_code`` right
+after the defining cell, so a later import of the reference under the same name does not count),
 on inputs the grader sends (pickled, base64 in the code text). No course code is imported on that
 path, so redefining ``course_utils``, ``numpy.allclose`` or ``torch.testing`` in the kernel changes
 nothing: expected values and every comparison are computed in the grader. The answer comes back
@@ -32,9 +34,10 @@ _KERNEL_CODE = r'''
 def _course_lab_probe(name, payload, runner):
     import base64, io, json, pickle
     import torch
-    if name not in globals():
+    saved = globals().get("_course_lab_saved")
+    if not isinstance(saved, dict) or name not in saved:
         return json.dumps({"kind": "missing"})
-    target = globals()[name]
+    target = saved[name]
     args, kwargs = pickle.loads(base64.b64decode(payload))
     try:
         if runner is None:
@@ -67,6 +70,26 @@ def _course_lab_probe(name, payload, runner):
 
 _course_lab_result = _course_lab_probe({name!r}, {payload!r}, {runner!r})
 '''
+
+
+_SNAPSHOT_CODE = r'''
+if not isinstance(globals().get("_course_lab_saved"), dict):
+    _course_lab_saved = {}
+for _course_lab_name in {names!r}:
+    _course_lab_obj = globals().get(_course_lab_name)
+    if getattr(_course_lab_obj, "__module__", None) == "__main__" and ({overwrite!r} or _course_lab_name not in _course_lab_saved):
+        _course_lab_saved[_course_lab_name] = _course_lab_obj
+'''
+
+
+def snapshot_code(names: list[str], overwrite: bool) -> str:
+    """Kernel code that remembers the notebook's own definitions of ``names`` (``__module__ == '__main__'``).
+
+    Run after each cell that defines one, so a later ``from course_utils... import name`` (which
+    notebooks do so later cells use the reference) cannot stand in for the student's answer."""
+    if not all(n.isidentifier() for n in names):
+        raise ValueError(f"names must be Python identifiers, got {names!r}")
+    return _SNAPSHOT_CODE.replace("{names!r}", repr(list(names))).replace("{overwrite!r}", repr(bool(overwrite)))
 
 
 class StudentRaised(Exception):
