@@ -307,27 +307,27 @@ VITERBI = Exercise(
 EXERCISES = {ex.name: ex for ex in (COUNT_PAIRS, MERGE_PAIR, TRAIN_BPE, ENCODE_WORD, DECODE_IDS, WORDPIECE_SCORE, VITERBI)}
 
 
-def check_count_pairs(fn):
+def check_bpe_count_pairs(fn):
     """Check ``count_pairs(words)``."""
     return COUNT_PAIRS.check(fn)
 
 
-def check_merge_pair(fn):
+def check_bpe_merge_pair(fn):
     """Check ``merge_pair(words, pair)``."""
     return MERGE_PAIR.check(fn)
 
 
-def check_train_bpe(fn):
+def check_bpe_train(fn):
     """Check ``train_bpe(word_counts, n_merges)``."""
     return TRAIN_BPE.check(fn)
 
 
-def check_encode_word(fn):
+def check_bpe_encode_word(fn):
     """Check ``encode_word(word, merges)``."""
     return ENCODE_WORD.check(fn)
 
 
-def check_decode_ids(fn):
+def check_bpe_decode(fn):
     """Check ``decode_ids(ids, vocab)``."""
     return DECODE_IDS.check(fn)
 
@@ -337,6 +337,6 @@ def check_wordpiece_score(fn):
     return WORDPIECE_SCORE.check(fn)
 
 
-def check_viterbi_segment(fn):
+def check_unigram_viterbi(fn):
     """Check ``viterbi_segment(word, probs)``."""
     return VITERBI.check(fn)
