@@ -258,11 +258,12 @@ def _viterbi_cases(seed: int) -> list[Case]:
     rng = random.Random(seed)
     probs = {"low": 0.04, "est": 0.03, "lo": 0.01, "west": 0.005, **{c: 0.001 for c in "lowestn"}}
     cases = [Case("'lowest' with low .04, est .03, lo .01, west .005, letters .001", ("lowest", probs)),
-             Case("'abcd' where a.bcd beats the greedy abc.d", ("abcd", {"a": 0.2, "b": 0.01, "c": 0.01, "d": 0.01, "abc": 0.02, "bcd": 0.3}))]
+             Case("'abcd' where a.bcd beats the greedy abc.d", ("abcd", {"a": 0.2, "b": 0.01, "c": 0.01, "d": 0.01, "abc": 0.02, "bcd": 0.3})),
+             Case("'abc' where abc (0.2) beats a.bc (0.35 x 0.35) and a.b.c", ("abc", {"a": 0.35, "b": 0.3, "c": 0.3, "bc": 0.35, "abc": 0.2}))]
     for k in range(3):
         word = "".join(rng.choice("abc") for _ in range(rng.randint(5, 9)))
         pieces = {word[i:j] for i in range(len(word)) for j in range(i + 1, min(len(word), i + 4) + 1)}
-        chosen = sorted(p for p in pieces if len(p) == 1 or rng.random() < 0.6)
+        chosen = [p for p in sorted(pieces) if len(p) == 1 or rng.random() < 0.6]
         weights = [rng.random() for _ in chosen]
         cases.append(Case(f"random word {word!r} and {len(chosen)} pieces (seed {seed})",
                           (word, {p: w / sum(weights) for p, w in zip(chosen, weights)})))
