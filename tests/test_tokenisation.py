@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 
 import pytest
 
@@ -34,6 +35,16 @@ def test_trainers_agree_on_a_text_with_ties_and_repeats():
     text = "aaaa aaa aa a abab ab ba " * 3 + "xyz xyzxyz zz"
     counts = chunk_counts(text)
     assert learn_merges(counts, 30) == learn_merges_naive(counts, 30)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_trainers_agree_on_random_texts_until_no_pair_is_left(seed):
+    rng = random.Random(seed)
+    text = "".join(rng.choice("aab b\n😀é") for _ in range(400))
+    counts = chunk_counts(text)
+    naive = learn_merges_naive(counts, 500)
+    assert learn_merges(counts, 500) == naive
+    assert len(naive) > 20  # these texts allow dozens of merges before every chunk is one token
 
 
 def test_first_merge_is_the_most_frequent_pair_counted_by_hand():

@@ -115,27 +115,28 @@ def learn_merges(counts: Counter, n_new: int, progress: bool = False) -> list[tu
         new, is_new = _new_id(pair, vocab, ids)
         created += is_new
         merges.append((pair, new))
-        changed = set()
-        a, b = pair
+        delta: dict[Pair, int] = defaultdict(int)  # net change of each pair's count in this merge
         for wi in where.pop(pair):
             word = words[wi]
-            if not any(word[i] == a and word[i + 1] == b for i in range(len(word) - 1)):
+            merged = _merge_word(word, pair, new)
+            if len(merged) == len(word):
                 continue  # this chunk lost the pair to an earlier merge
-            merged, w = _merge_word(word, pair, new), weights[wi]
+            w = weights[wi]
             for q in zip(word, word[1:]):
-                pair_counts[q] -= w
-                changed.add(q)
+                delta[q] -= w
             for q in zip(merged, merged[1:]):
-                pair_counts[q] += w
-                where[q].add(wi)
-                changed.add(q)
+                delta[q] += w
+                if new in q:
+                    where[q].add(wi)  # only pairs with the new id are new to this chunk
             words[wi] = merged
-        for q in changed:
-            c = pair_counts[q]
-            if c > 0:
-                heapq.heappush(heap, (-c, q))
-            else:
-                del pair_counts[q]
+        for q, d in delta.items():
+            if d:
+                c = pair_counts[q] + d
+                if c > 0:
+                    pair_counts[q] = c
+                    heapq.heappush(heap, (-c, q))
+                else:
+                    del pair_counts[q]
         if bar is not None and is_new:
             bar.update(1)
     if bar is not None:
