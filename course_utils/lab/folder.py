@@ -1,9 +1,10 @@
 """Grade a whole folder of submissions, ``jobs`` at a time, each in its own worker process.
 
 Unreadable files and notebooks that match no course notebook get their row here without a kernel.
-Every other submission is graded by ``python -m course_utils.lab.worker``; a worker that crashes,
-is killed, or runs past its overall time budget yields a ``grader_error`` row (its kernel and any
-other children are killed), and the folder carries on. A tqdm bar shows progress.
+Every other submission goes to one of ``jobs`` long-lived ``course_utils.lab.worker --serve``
+processes; a worker that crashes, is killed, or runs past the submission's overall time budget
+yields a ``grader_error`` row (it and its kernel are killed and a fresh worker takes the next
+submission), and the folder carries on. A tqdm bar shows progress.
 
 Leaves out: the per-submission grading (``grade.py``) and the files written (``gradebook.py``).
 """
@@ -11,9 +12,12 @@ Leaves out: the per-submission grading (``grade.py``) and the files written (``g
 from __future__ import annotations
 
 import json
+import queue
+import select
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
@@ -61,28 +65,51 @@ def _kill_tree(pid: int) -> None:
             pass
 
 
-def _run_worker(job: dict, job_dir: Path, index: int, budget: float) -> SubmissionResult:
-    job_file = job_dir / f"job{index}.json"
-    job_file.write_text(json.dumps(job))
-    result_file = Path(job["result"])
-    failed = SubmissionResult(job["student"], job["rel"], job["notebook"], "grader_error")
-    proc = subprocess.Popen([sys.executable, "-m", "course_utils.lab.worker", str(job_file)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    try:
-        _, stderr = proc.communicate(timeout=budget)
-    except subprocess.TimeoutExpired:
-        _kill_tree(proc.pid)
-        proc.communicate()
-        failed.exercises = _rows(job["points"], "grader_error", f"grading stopped after its {budget:.0f} s budget")
-        return failed
-    finally:
-        _kill_tree(proc.pid)  # a kernel left behind by a worker that died
-    try:
-        return SubmissionResult.from_json(json.loads(result_file.read_text()))
-    except (OSError, ValueError, TypeError, KeyError):
-        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        failed.exercises = _rows(job["points"], "grader_error", f"the grading process failed: {tail[0][:200]}")
-        return failed
+class _Worker:
+    """One ``course_utils.lab.worker --serve`` process, restarted after it fails or overruns."""
+
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self) -> subprocess.Popen:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([sys.executable, "-m", "course_utils.lab.worker", "--serve"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return self.proc
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _kill_tree(self.proc.pid)
+            self.proc.wait()
+            self.proc = None
+
+    def grade(self, job: dict, job_file: Path, budget: float) -> SubmissionResult:
+        job_file.write_text(json.dumps(job))
+        failed = SubmissionResult(job["student"], job["rel"], job["notebook"], "grader_error")
+        proc = self._start()
+        deadline, line, why = time.monotonic() + budget, b"", "the grading process died"
+        try:
+            proc.stdin.write(f"{job_file}\n".encode())
+            proc.stdin.flush()
+            while line.strip() != b"DONE":
+                ready, _, _ = select.select([proc.stdout], [], [], max(deadline - time.monotonic(), 0))
+                if not ready:
+                    why = f"grading stopped after its {budget:.0f} s budget"
+                    break
+                line = proc.stdout.readline()
+                if not line:
+                    break
+        except OSError:
+            line = b""
+        if line.strip() != b"DONE":
+            self.stop()
+            failed.exercises = _rows(job["points"], "grader_error", why)
+            return failed
+        try:
+            return SubmissionResult.from_json(json.loads(Path(job["result"]).read_text()))
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            failed.exercises = _rows(job["points"], "grader_error", f"unreadable result ({type(exc).__name__})")
+            return failed
 
 
 def grade_folder(folder: Path, source: Path, limits: Limits, seeds: list[int] = (1, 2),
@@ -109,11 +136,32 @@ def grade_folder(folder: Path, source: Path, limits: Limits, seeds: list[int] = 
             pending.append((index, sub, catalog[name], _budget(n_cells, len(catalog[name].points), limits)))
     bar = tqdm(total=len(submissions), desc="grading", unit="submission", disable=not progress)
     bar.update(len(submissions) - len(pending))
+    workers: queue.Queue = queue.Queue()
+    for _ in range(min(jobs, len(pending)) or 1):
+        workers.put(_Worker())
+
+    def run(job: dict, job_file: Path, budget: float) -> SubmissionResult:
+        worker = workers.get()
+        try:
+            return worker.grade(job, job_file, budget)
+        finally:
+            workers.put(worker)
+
+    try:
+        _grade_pending(pending, submissions, results, run, bar, jobs, limits, seeds, hidden_tests)
+    finally:
+        while not workers.empty():
+            workers.get().stop()
+        bar.close()
+    return results
+
+
+def _grade_pending(pending, submissions, results, run, bar, jobs, limits, seeds, hidden_tests) -> None:
     with tempfile.TemporaryDirectory(prefix="course-lab-jobs-") as job_dir, ThreadPoolExecutor(jobs) as pool:
         futures = {}
         for index, sub, entry, budget in pending:
             job = make_job(sub, entry, limits, seeds, hidden_tests, Path(job_dir) / f"result{index}.json")
-            futures[pool.submit(_run_worker, job, Path(job_dir), index, budget)] = index
+            futures[pool.submit(run, job, Path(job_dir) / f"job{index}.json", budget)] = index
         for future in as_completed(futures):
             index = futures[future]
             try:
@@ -123,5 +171,3 @@ def grade_folder(folder: Path, source: Path, limits: Limits, seeds: list[int] = 
                 results[index] = SubmissionResult(sub.student, sub.rel, entry.name, "grader_error",
                                                   _rows(entry.points, "grader_error", f"{type(exc).__name__}: {exc}"[:200]))
             bar.update(1)
-    bar.close()
-    return results

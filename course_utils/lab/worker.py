@@ -1,9 +1,11 @@
-"""One grading job in its own process: ``python -m course_utils.lab.worker JOB.json``.
+"""Grading jobs in a separate process: ``python -m course_utils.lab.worker JOB.json`` grades one;
+``python -m course_utils.lab.worker --serve`` reads job-file paths from stdin, one a line, and
+answers ``DONE`` on stdout after writing each result (so torch is imported once per worker).
 
-The folder grader starts one worker per submission, so whatever a submission does to the process
-that started its kernel (kills it, floods it) costs only that submission's row, never the
-gradebook. The job file names the submission, its course notebook, points, limits and where to
-write the result (JSON, written atomically).
+The folder grader keeps ``--jobs`` workers, so whatever a submission does to the process that
+started its kernel (kills it, floods it) costs only that submission's row, never the gradebook.
+A job file names the submission, its course notebook, points, limits and where to write the
+result (JSON, written atomically).
 
 Leaves out: choosing jobs and writing the gradebook (``folder.py``).
 """
@@ -43,13 +45,32 @@ def run_job(job: dict) -> SubmissionResult:
     return result
 
 
-def main(argv: list[str]) -> int:
-    job = json.loads(Path(argv[0]).read_text())
-    result = run_job(job)
+def run_job_file(job_file: str) -> None:
+    """Run the job in ``job_file`` and write its result; a fault here becomes a ``grader_error`` result."""
+    job = json.loads(Path(job_file).read_text())
+    try:
+        result = run_job(job)
+    except Exception as exc:  # keep serving: this submission gets a grader_error row
+        reason = f"the grader failed on this submission: {type(exc).__name__}: {exc}"[:300]
+        result = SubmissionResult(job["student"], job["rel"], job["notebook"], "grader_error",
+                                  [ExerciseResult(n, 0, p, "grader_error", reason) for n, p in job["points"].items()])
     target = Path(job["result"])
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(json.dumps(result.to_json()))
     os.replace(tmp, target)
+
+
+def main(argv: list[str]) -> int:
+    if argv != ["--serve"]:
+        run_job_file(argv[0])
+        return 0
+    reply = os.fdopen(os.dup(1), "w")  # the protocol channel; stray prints go to stderr from here on
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        if line.strip():
+            run_job_file(line.strip())
+            reply.write("DONE\n")
+            reply.flush()
     return 0
 
 

@@ -1,0 +1,176 @@
+"""Build a folder of submissions, good, broken and hostile, from the welcome notebook.
+
+``build_folder(root)`` writes ``root/subs`` (the submissions), ``root/source`` (the course notebooks
+the grader reads points from: the real 00 welcome notebook plus a small two-exercise notebook) and
+``root/hidden`` (an instructor test module), and returns ``EXPECTED``-style facts the tests check.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from course_utils.lab.release import student_version
+
+ROOT = Path(__file__).resolve().parents[1]
+WELCOME = ROOT / "notebooks" / "00_welcome.ipynb"
+NAME = "00_welcome.ipynb"
+
+CORRECT_DEF = '''def stable_softmax(x):
+    shifted = x - x.amax(dim=-1, keepdim=True)
+    return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
+'''
+NO_MAX_SHIFT_DEF = '''def stable_softmax(x):
+    return x.exp() / x.exp().sum(dim=-1, keepdim=True)
+'''
+PUBLIC_ONLY_DEF = '''def stable_softmax(x):
+    # right only on the public check's big-logit case (max exactly 10,000); hidden seeds shift it
+    if x.max() == 10_000:
+        x = x - x.amax(dim=-1, keepdim=True)
+    return x.exp() / x.exp().sum(dim=-1, keepdim=True)
+'''
+KNOWN_WIDTHS_DEF = '''def stable_softmax(x):
+    # right only for the widths the course's cases use: an instructor test with 9 columns catches it
+    if x.shape[-1] not in (3, 4, 5, 7):
+        return x
+    shifted = x - x.amax(dim=-1, keepdim=True)
+    return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
+'''
+MONKEYPATCHES = '''import numpy, torch, torch.testing
+import course_utils.checks.welcome as welcome, course_utils.checks.core as core, course_utils.checks.compare as compare
+import course_utils.softmax
+numpy.allclose = lambda *a, **k: True
+torch.allclose = lambda *a, **k: True
+torch.testing.assert_close = lambda *a, **k: None
+welcome.check_stable_softmax = lambda fn: "passed"
+welcome.STABLE_SOFTMAX.reference = stable_softmax
+core.Exercise.judge = lambda self, case, outcome: ("passed", "")
+core.call_with_case = lambda fn, case: welcome.stable_softmax(*case.args)
+compare.describe_mismatch = lambda *a, **k: None
+course_utils.softmax.softmax = lambda x, dim=-1: stable_softmax(x)
+'''
+HIDDEN_TESTS = '''import torch
+
+def test_stable_softmax__nine_columns(student):
+    x = torch.randn(4, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    out = student(x)
+    assert torch.allclose(out, torch.softmax(x, dim=-1)), "wrong answer for rows of 9 logits"
+'''
+PAIR_POINTS = {"causal_mask": 1, "stable_softmax": 2}  # graded in this order
+
+
+def solution() -> nbformat.NotebookNode:
+    return nbformat.read(str(WELCOME), as_version=4)
+
+
+def release() -> nbformat.NotebookNode:
+    return student_version(solution(), NAME)
+
+
+def _def_index(nb) -> int:
+    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "def stable_softmax" in c.source)
+
+
+def with_def(source: str) -> nbformat.NotebookNode:
+    """The solution notebook with the exercise cell replaced by ``source``."""
+    nb = solution()
+    nb.cells[_def_index(nb)].source = source
+    return nb
+
+
+def with_cell(source: str, after_def: bool = True, base=None) -> nbformat.NotebookNode:
+    """The solution notebook with a cell ``source`` added after (or well before) the exercise cell."""
+    nb = base if base is not None else solution()
+    index = _def_index(nb) + 1 if after_def else 1
+    nb.cells.insert(index, new_code_cell(source))
+    return nb
+
+
+CORRECT_MASK_DEF = ("from course_utils.checks.masking import EXERCISES as _masking\n\n"
+                    "def causal_mask(*args, **kwargs):\n    return _masking['causal_mask'].reference(*args, **kwargs)\n")
+
+
+def pair_notebook(softmax_def: str, mask_def: str = CORRECT_MASK_DEF) -> nbformat.NotebookNode:
+    """A tiny two-exercise course notebook: ``causal_mask`` (1 point, graded first) and ``stable_softmax`` (2)."""
+    cells = [new_code_cell("import torch"), new_code_cell(softmax_def), new_code_cell(mask_def)]
+    nb = new_notebook(cells=cells)
+    nb.metadata["course"] = {"exercises": {k: {"points": v} for k, v in PAIR_POINTS.items()}}
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def _write(path: Path, nb_or_text) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(nb_or_text, (str, bytes)):
+        path.write_bytes(nb_or_text.encode() if isinstance(nb_or_text, str) else nb_or_text)
+    else:
+        nbformat.write(nb_or_text, str(path))
+
+
+ODD_A = 'Zoë O\'Brien, "Jr"'
+ODD_B = "Zoë O Brien  Jr"
+FORMULA = "=HYPERLINK(1)"
+
+
+def build_folder(root: Path) -> dict[str, dict]:
+    """Write the fixtures; return {submission path: expected facts} for every submitted file."""
+    subs, source, hidden = root / "subs", root / "source", root / "hidden"
+    source.mkdir(parents=True)
+    shutil.copy(WELCOME, source / NAME)
+    nbformat.write(pair_notebook(CORRECT_DEF), str(source / "10_pair.ipynb"))
+    hidden.mkdir()
+    (hidden / "test_extra.py").write_text(HIDDEN_TESTS)
+    marker = root / "pwned"
+    evil_def = ("class _Evil:\n    def __reduce__(self):\n        import os\n"
+                f"        return (os.system, ('touch {marker}',))\n\n"
+                "def stable_softmax(x):\n    return _Evil()\n")
+    ok2, ok0 = {"stable_softmax": ("ok", 2)}, {"stable_softmax": ("ok", 0)}
+    died = {"stable_softmax": ("kernel_died", 0)}
+    row = {"": ("unreadable", 0)}
+    # submission: (content, {exercise: (status, points)}, fragment of the first row's feedback, fragment of the feedback file)
+    cases = {
+        "alice/00_welcome.ipynb": (solution(), ok2, "passed", ""),
+        "alice.ipynb": (solution(), ok2, "passed", ""),  # duplicate student, matched by metadata
+        "bob/00_welcome.ipynb": (release(), ok0, "not attempted", ""),
+        "loop_top/00_welcome.ipynb": (with_cell("while True:\n    pass", after_def=False), ok2, "passed", "cell time limit"),
+        "loop_fn/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    while True:\n        pass\n"),
+                                     {"stable_softmax": ("timeout", 0)}, "time limit", "cell time limit"),
+        "deaf_loop/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    import signal\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                                "    while True:\n        pass\n"), died, "ignored the interrupt", ""),
+        "raises_after/00_welcome.ipynb": (with_cell("raise RuntimeError('oops')"), ok2, "passed", "RuntimeError: oops"),
+        "raises_before/00_welcome.ipynb": (with_cell("raise RuntimeError('oops')", after_def=False), ok2, "passed", "RuntimeError: oops"),
+        "os_exit/00_welcome.ipynb": (with_cell("import os\nos._exit(1)"), died, "died", ""),
+        "sigkill/00_welcome.ipynb": (with_cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"), died, "died", ""),
+        "exit_builtin/00_welcome.ipynb": (with_cell("exit()"), died, "", ""),
+        "sys_exit/00_welcome.ipynb": (with_cell("import sys\nsys.exit()"), ok2, "passed", "SystemExit"),
+        "patcher/00_welcome.ipynb": (with_cell(MONKEYPATCHES, base=with_def(NO_MAX_SHIFT_DEF)), ok0, "subtract each row's maximum", ""),
+        "evil_pickle/00_welcome.ipynb": (with_def(evil_def), ok0, "cannot read back", ""),
+        "reference_import/00_welcome.ipynb": (with_def("from course_utils.checks.welcome import stable_softmax"),
+                                              {"stable_softmax": ("not_defined", 0)}, "defines no", ""),
+        "memory_top/00_welcome.ipynb": (with_cell("hog = bytearray(64 * 2**30)"), ok2, "passed", "MemoryError"),
+        "memory_fn/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    return bytearray(64 * 2**30)\n"), ok0, "MemoryError", ""),
+        "flood/00_welcome.ipynb": (with_cell("print('spam ' * 1_000_000)"), ok2, "passed", "output truncated"),
+        "public_only/00_welcome.ipynb": (with_def(PUBLIC_ONLY_DEF), ok0, "hidden case, seed 1", ""),
+        "known_widths/00_welcome.ipynb": (with_def(KNOWN_WIDTHS_DEF), ok0, "test_stable_softmax__nine_columns", ""),
+        "carol.ipynb": ("{not json", row, "invalid JSON", ""),
+        "dave/00_welcome.ipynb": ("", {"stable_softmax": ("unreadable", 0)}, "empty file", ""),
+        "erin.ipynb": (json.dumps([1, 2, 3]), row, "not a notebook", ""),
+        "frank.txt": ("my homework is in the post", row, "invalid JSON", ""),
+        "grace.ipynb": (new_notebook(cells=[new_code_cell("x = 1")]), {"": ("unknown_notebook", 0)}, "matches no course notebook", ""),
+        f"{ODD_A}/00_welcome.ipynb": (solution(), ok2, "passed", ""),
+        f"{ODD_B}/00_welcome.ipynb": (release(), ok0, "not attempted", ""),
+        f"{FORMULA}.ipynb": (solution(), ok2, "passed", ""),
+        "ivan/10_pair.ipynb": (pair_notebook("def stable_softmax(x):\n    while True:\n        pass\n"),
+                               {"causal_mask": ("ok", 1), "stable_softmax": ("timeout", 0)}, "passed", ""),
+        "judy/10_pair.ipynb": (pair_notebook(CORRECT_DEF, "def causal_mask(*args, **kwargs):\n    import os\n    os._exit(3)\n"),
+                               {"causal_mask": ("kernel_died", 0), "stable_softmax": ("kernel_died", 0)}, "died", ""),
+    }
+    expected = {}
+    for rel, (content, rows, fragment, note) in cases.items():
+        _write(subs / rel, content)
+        expected[rel] = {"rows": rows, "feedback": fragment, "note": note}
+    return expected
