@@ -99,8 +99,23 @@ def repeat_loss(logits: Float[Tensor, "batch pos d_vocab"], tokens: Int[Tensor, 
     return per_token[predictable].mean()
 
 
-def train_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 0) -> tuple[AttentionOnlyTransformer, list[float]]:
-    """Train from scratch with a fixed seed; returns the model and the loss after every step."""
+def train_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 0,
+                          cpu_threads: int | None = 1) -> tuple[AttentionOnlyTransformer, list[float]]:
+    """Train from scratch with a fixed seed; returns the model and the loss after every step.
+
+    Runs on ``cpu_threads`` CPU threads (restored afterwards; None = leave as is): for a model this
+    small one thread is fastest, and on a busy machine several threads can be ten times slower.
+    """
+    threads_before = torch.get_num_threads()
+    if cpu_threads is not None:
+        torch.set_num_threads(cpu_threads)
+    try:
+        return _train(cfg, seed)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train(cfg: InductionConfig, seed: int) -> tuple[AttentionOnlyTransformer, list[float]]:
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = AttentionOnlyTransformer(cfg)

@@ -92,3 +92,9 @@ def test_attention_viewer_switches_layer_head_and_query():
     assert lines[0] == "layer 1 head 1"
     assert lines[1] == f"induction: {induction_scores(patterns[1][None], 10)[1].item():.3f}"
     assert lines[3:] == [f"k{j} {labels[j]}: {patterns[1][1, 2, j].item():.3f}" for j in range(3)]
+
+
+def test_training_restores_the_thread_count():
+    threads = torch.get_num_threads()
+    train_induction_model(InductionConfig(steps=2), seed=0)
+    assert torch.get_num_threads() == threads
