@@ -293,11 +293,12 @@ def image_from_png(png: bytes) -> np.ndarray:
     return mpimg.imread(io.BytesIO(png), format="png")
 
 
-def blank_reason(png: bytes, min_std: float = 0.02, min_ink: float = 0.005) -> str | None:
+def blank_reason(png: bytes, min_std: float = 0.02, min_ink: float = 0.02) -> str | None:
     """Why a screenshot looks blank (``None`` if it has visible content).
 
     Blank means (almost) one colour: pixel standard deviation below ``min_std`` or fewer than
-    ``min_ink`` of the pixels differing from the most common colour. Example:
+    ``min_ink`` of the pixels differing from the median colour (a figure showing only its title
+    has ~1% "ink"; a bar chart or heatmap 5-30%). Example:
     ``blank_reason(white_png)`` -> ``'pixel std 0.000 < 0.02 ...'``.
     """
     img = image_from_png(png)[..., :3]
@@ -361,3 +362,12 @@ def images_differ(png_a: bytes, png_b: bytes, min_mean_diff: float = 1e-3) -> bo
     """True when two screenshots differ in size or in mean absolute pixel value by > ``min_mean_diff``."""
     a, b = image_from_png(png_a)[..., :3], image_from_png(png_b)[..., :3]
     return a.shape != b.shape or float(np.abs(a - b).mean()) > min_mean_diff
+
+
+def settle_images(locator) -> None:
+    """Wait until every <img> under ``locator`` is fully decoded (a half-decoded image paints
+    only its top rows, which would make a screenshot look like a title without a chart)."""
+    locator.evaluate(
+        """async el => { await Promise.all([...el.querySelectorAll('img')].map(
+             i => i.decode().catch(() => null))); }"""
+    )

@@ -22,6 +22,7 @@ from browser_support import (
     RequestLog,
     blank_reason,
     images_differ,
+    settle_images,
     launch_chromium,
     missing_browser_reason,
     open_notebook,
@@ -114,25 +115,58 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
-def assert_figures_not_blank(page, root, name: str) -> int:
-    """Every `.course-figure` under ``root`` and every image in it shows something; returns count."""
+def assert_figures_not_blank(page, root, name: str, timeout_s: float = 15.0) -> int:
+    """Every `.course-figure` under ``root`` and every image in it shows something; returns count.
+
+    Waits for the kernel to finish the callback, then allows ``timeout_s`` for a redraw in
+    progress (an image being swapped is blank for a moment); a figure still blank after that fails.
+    """
+    wait_kernel_idle(page)
     figures = root.locator(".course-figure")
     count = figures.count()
     assert count, f"{name}: no .course-figure element in the widget"
     for i in range(count):
         figure = figures.nth(i)
         figure.scroll_into_view_if_needed()
-        box = figure.bounding_box()
-        assert box and box["height"] >= 20 and box["width"] >= 20, f"{name}: figure {i} is empty ({box})"
-        png = figure.screenshot(path=str(ARTIFACTS / f"{name}-figure{i}.png"))
-        reason = blank_reason(png)
-        assert reason is None, f"{name}: .course-figure #{i} looks blank: {reason}"
-        images = figure.locator("img")
-        for j in range(images.count()):
-            png = images.nth(j).screenshot(path=str(ARTIFACTS / f"{name}-figure{i}-img{j}.png"))
-            reason = blank_reason(png)
-            assert reason is None, f"{name}: image {j} of .course-figure #{i} looks blank: {reason}"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            problem = _figure_problem(figure, f"{name}-figure{i}")
+            if problem is None:
+                break
+            if time.monotonic() > deadline:
+                images = figure.evaluate(
+                    "el => [...el.querySelectorAll('img')].map(i => ({natural: [i.naturalWidth, i.naturalHeight],"
+                    " shown: [i.width, i.height], complete: i.complete, bytes: i.src.length}))")
+                raise AssertionError(f"{name}: .course-figure #{i} {problem}; its images: {images}")
+            time.sleep(0.25)
     return count
+
+
+def _figure_problem(figure, stem: str) -> str | None:
+    settle_images(figure)
+    box = figure.bounding_box()
+    if not box or box["height"] < 20 or box["width"] < 20:
+        return f"is empty (bounding box {box})"
+    reason = blank_reason(figure.screenshot(path=str(ARTIFACTS / f"{stem}.png")))
+    if reason:
+        return f"looks blank: {reason}"
+    images = figure.locator("img")
+    for j in range(images.count()):
+        reason = blank_reason(images.nth(j).screenshot(path=str(ARTIFACTS / f"{stem}-img{j}.png")))
+        if reason:
+            return f"image {j} looks blank: {reason}"
+    return None
+
+
+def wait_kernel_idle(page, settle_s: float = 0.3) -> None:
+    """Wait until the notebook's kernel is idle (a widget callback has finished)."""
+    time.sleep(settle_s)  # let a just-sent comm message turn the kernel busy first
+    page.wait_for_function(
+        """() => {
+          const w = window.jupyterapp.shell.currentWidget;
+          const k = w && w.sessionContext.session && w.sessionContext.session.kernel;
+          return k && k.status === 'idle';
+        }""", timeout=WAIT_MS, polling=100)
 
 
 def assert_output_images_not_blank(page, name: str) -> None:
@@ -148,9 +182,11 @@ def assert_output_images_not_blank(page, name: str) -> None:
 
 
 def figure_png(root) -> bytes:
-    """A screenshot of the widget's first `.course-figure`."""
+    """A screenshot of the widget's first `.course-figure` (after the kernel went idle)."""
+    wait_kernel_idle(root.page)
     figure = root.locator(".course-figure").first
     figure.scroll_into_view_if_needed()
+    settle_images(figure)
     return figure.screenshot()
 
 
@@ -176,6 +212,15 @@ def wait_for_readout(readout, predicate, what: str, timeout_s: float = WAIT_MS /
             return text
         time.sleep(0.1)
     raise AssertionError(f"readout never showed {what}; it shows:\n{text}")
+
+
+def type_slider_value(page, slider, value: str) -> None:
+    """Type ``value`` into an ipywidgets slider's editable readout and press Enter."""
+    typed = slider.locator(".widget-readout")
+    typed.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(value)
+    page.keyboard.press("Enter")
 
 
 def temperature_of(text: str) -> float:
@@ -228,11 +273,7 @@ def test_welcome_slider_renders_and_reacts(browser):
     gap, p0, p1 = welcome_probs(text)
     assert (p0, p1) == pytest.approx(two_logit_softmax(gap), abs=1e-3)
 
-    typed = root.locator(".course-welcome-slider .widget-readout")
-    typed.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.type("-1.5")
-    page.keyboard.press("Enter")
+    type_slider_value(page, root.locator(".course-welcome-slider"), "-1.5")
     text = wait_for_readout(readout, lambda t: welcome_probs(t)[0] == -1.5, "gap -1.500 after typing")
     assert welcome_probs(text)[1:] == pytest.approx(two_logit_softmax(-1.5), abs=1e-3)
     screenshot(page, "welcome")
@@ -277,6 +318,8 @@ def test_temperature_slider_sharpens_and_flattens(browser):
     handle = slider.locator(".noUi-handle")
     assert_figures_not_blank(page, root, "temperature-initial")  # the first chart must not be blank
 
+    if temperature_of(readout_text(readout)) != 1.0:  # another test moved it: type T = 1 back
+        type_slider_value(page, slider, "1")
     t1, p1, h1, text1 = read_temperature_state(readout, "T = 1.000 (the default)",
                                                lambda t: temperature_of(t) == 1.0)
     figure_at_1 = figure_png(root)
@@ -285,8 +328,9 @@ def test_temperature_slider_sharpens_and_flattens(browser):
 
     # keyboard: five steps down from T = 1 lowers T a little -> sharper
     handle.focus()
-    for _ in range(5):
+    for _ in range(5):  # one step at a time (rapid input is test_rapid_input_...)
         handle.press("ArrowLeft")
+        wait_kernel_idle(page)
     t_key, p_key, h_key, _ = read_temperature_state(readout, "a lower T after ArrowLeft x5",
                                                     lambda t: temperature_of(t) < 1.0)
     assert h_key <= h1 and p_key[top] >= p1[top], f"T={t_key}: not sharper than at T=1 ({p_key} vs {p1})"
@@ -305,11 +349,7 @@ def test_temperature_slider_sharpens_and_flattens(browser):
     screenshot(page, "temperature-low")
 
     # typed value: T = 5 -> flatter than at T = 1
-    typed = slider.locator(".widget-readout")
-    typed.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.type("5")
-    page.keyboard.press("Enter")
+    type_slider_value(page, slider, "5")
     t_hot, p_hot, h_hot, _ = read_temperature_state(readout, "T = 5.000 after typing 5",
                                                     lambda t: temperature_of(t) == 5.0)
     assert h_hot > h1 and p_hot[top] < p1[top], f"T=5 is not flatter than T=1 ({p_hot} vs {p1})"
@@ -402,7 +442,9 @@ def test_mask_editor_toggles_presets_and_never_shows_nan(browser):
     def change(action, what: str) -> str:
         before = readout_text(readout)
         action()
-        return wait_for_readout(readout, lambda t: t != before, what)
+        text = wait_for_readout(readout, lambda t: t != before, what)
+        wait_kernel_idle(page)  # a user-paced click: the redraw finishes before the next one
+        return readout_text(readout)
 
     if not re.search("causal", preset.evaluate("s => s.options[s.selectedIndex].text"), re.IGNORECASE):
         change(lambda: choose_option(preset, r"^\s*all"), "a new pattern after preset 'all'")
@@ -437,6 +479,68 @@ def test_mask_editor_toggles_presets_and_never_shows_nan(browser):
     assert allowed != {(i, j): j <= i for i, j in labels}, "sliding window looks just like causal"
     check_pattern(text, n_queries, n_keys, allowed)
     assert_figures_not_blank(page, root, "mask-sliding")
+    browser.assert_offline()
+
+
+# --- rapid input: events arriving while a redraw is running ---------------------------------------
+
+
+@pytest.mark.browser
+def test_rapid_clicks_leave_a_drawn_figure(browser):
+    """Two mask cells clicked ~50 ms apart (a quick user): the final figure is drawn, not blank,
+    and the readout matches the final toggles. (ipykernel 7 may run the two callbacks on two
+    threads at once; unserialised pyplot drawing then sends a blank PNG.)"""
+    page = browser.notebook(MASKING)
+    root = page.locator(".course-mask-editor").first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout").first
+    cells = root.locator(".course-mask-cell")
+    preset = root.locator(".course-mask-preset select")
+    labels = mask_cell_labels(cells)
+    n_queries, n_keys = max(i for i, _ in labels) + 1, max(j for _, j in labels) + 1
+    choose_option(preset, "^all")
+    wait_kernel_idle(page)
+    choose_option(preset, "causal")
+    wait_for_readout(readout, lambda t: len(pattern_rows(t, n_keys)) == n_queries and pattern_rows(t, n_keys)[0][1] == 0.0,
+                     "the causal pattern")
+    wait_kernel_idle(page)
+    for i, j in [(0, 1), (1, 2), (0, 0)]:
+        cells.nth(labels.index((i, j))).click()
+        time.sleep(0.05)
+    wait_kernel_idle(page, settle_s=1.0)
+    active = cells.evaluate_all("els => els.map(e => e.classList.contains('mod-active'))")
+    allowed = dict(zip(labels, active))
+    expected = {(i, j): (j <= i) != ((i, j) in [(0, 1), (1, 2), (0, 0)]) for i, j in labels}
+    assert allowed == expected, "the buttons do not show the three toggles"
+    text = wait_for_readout(readout, lambda t: pattern_rows(t, n_keys)[0][1] > 0.0 and pattern_rows(t, n_keys)[0][0] == 0.0,
+                            "the final pattern (q0 sees only k1) after three quick clicks", timeout_s=10)
+    check_pattern(text, n_queries, n_keys, allowed)
+    assert_figures_not_blank(page, root, "mask-rapid", timeout_s=5)
+    browser.assert_offline()
+
+
+@pytest.mark.browser
+def test_rapid_slider_keys_leave_a_consistent_readout(browser):
+    """Five ArrowRight presses in a row: the readout ends at the slider's T and the chart is drawn."""
+    page = browser.notebook(MASKING)
+    root = page.locator(".course-temperature").first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout").first
+    slider = root.locator(".course-temperature-slider")
+    type_slider_value(page, slider, "1")
+    wait_for_readout(readout, lambda t: temperature_of(t) == 1.0, "T = 1.000 after typing 1")
+    wait_kernel_idle(page)
+    handle = slider.locator(".noUi-handle")
+    handle.focus()
+    for _ in range(5):
+        handle.press("ArrowRight")
+    wait_kernel_idle(page, settle_s=1.0)
+    shown = float(slider.locator(".widget-readout").inner_text())
+    assert shown > 1.0
+    text = wait_for_readout(readout, lambda t: abs(temperature_of(t) - shown) < 0.006,
+                            f"T = {shown} (the slider's value) after five quick key presses", timeout_s=10)
+    read_temperature_state(readout, "a consistent readout")
+    assert_figures_not_blank(page, root, "temperature-rapid", timeout_s=5)
     browser.assert_offline()
 
 
