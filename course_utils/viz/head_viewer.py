@@ -16,9 +16,9 @@ from typing import Mapping, Sequence
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import display
 
 from course_utils.viz.attention import plot_pattern
+from course_utils.viz.drawing import redraw_lock, show_figure
 
 
 def viewer_readout(patterns: Sequence[torch.Tensor], tokens: Sequence[str], layer: int, head: int, query: int,
@@ -50,6 +50,15 @@ def plot_heads(patterns: Sequence[torch.Tensor], tokens: Sequence[str], scores: 
     return fig
 
 
+def plot_head(pattern: torch.Tensor, tokens: Sequence[str], layer: int, head: int, query: int):
+    """One head's (q_pos, k_pos) pattern with the chosen query's row marked."""
+    fig, ax = plt.subplots(figsize=(5, 4.4))
+    plot_pattern(ax, pattern, tokens, title=f"layer {layer}, head {head}", annotate=False)
+    ax.axhline(query, color="orange", lw=1)
+    fig.tight_layout()
+    return fig
+
+
 def attention_viewer(patterns: Sequence[torch.Tensor], tokens: Sequence[str],
                      scores: Mapping[str, Sequence[torch.Tensor]] | None = None) -> widgets.VBox:
     """The widget: layer and head dropdowns, a query slider, the pattern heatmap and a readout."""
@@ -68,16 +77,9 @@ def attention_viewer(patterns: Sequence[torch.Tensor], tokens: Sequence[str],
     figure.add_class("course-figure")
 
     def _redraw(_change=None) -> None:
-        readout.value = viewer_readout(patterns, tokens, layer.value, head.value, query.value, scores)
-        fig, ax = plt.subplots(figsize=(5, 4.4))
-        plot_pattern(ax, patterns[layer.value][head.value], tokens, title=f"layer {layer.value}, head {head.value}",
-                     annotate=False)
-        ax.axhline(query.value, color="orange", lw=1)
-        fig.tight_layout()
-        with figure:
-            figure.clear_output(wait=True)
-            display(fig)
-            plt.close(fig)
+        with redraw_lock():  # read the selectors inside the lock: the last callback shows the final state
+            readout.value = viewer_readout(patterns, tokens, layer.value, head.value, query.value, scores)
+            show_figure(figure, plot_head(patterns[layer.value][head.value], tokens, layer.value, head.value, query.value))
 
     for control in (layer, head, query):
         control.observe(_redraw, names="value")

@@ -17,11 +17,11 @@ from typing import Sequence
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import display
 
 from course_utils import masking
 from course_utils.softmax import masked_softmax
 from course_utils.viz.attention import plot_pattern
+from course_utils.viz.drawing import redraw_lock, show_figure
 
 PRESETS = ("causal", "padding", "sliding window", "prefix-LM", "block-diagonal documents", "all")
 
@@ -86,28 +86,28 @@ def mask_editor(tokens: Sequence[str], scores: torch.Tensor, preset: str = "caus
     busy = {"setting preset": False}
 
     def _redraw(_change=None) -> None:
-        if busy["setting preset"]:
-            return
-        mask = torch.tensor([[c.value for c in row] for row in cells], dtype=torch.bool)
-        pattern = masked_softmax(scores, mask)
-        for row in cells:
-            for c in row:
-                c.icon, c.button_style = ("check", "success") if c.value else ("", "")
-        readout.value = mask_readout(pattern, mask, tokens)
-        fig = plot_masked_pattern(pattern, mask, tokens)
-        with figure:
-            figure.clear_output(wait=True)
-            display(fig)
-            plt.close(fig)
+        with redraw_lock():  # read the toggles inside the lock: the last callback shows the final state
+            if busy["setting preset"]:
+                return
+            mask = torch.tensor([[c.value for c in row] for row in cells], dtype=torch.bool)
+            pattern = masked_softmax(scores, mask)
+            for row in cells:
+                for c in row:
+                    c.icon, c.button_style = ("check", "success") if c.value else ("", "")
+            readout.value = mask_readout(pattern, mask, tokens)
+            show_figure(figure, plot_masked_pattern(pattern, mask, tokens))
 
     def _apply_preset(change) -> None:
-        mask = preset_mask(change["new"], n)
-        busy["setting preset"] = True
-        for i, row in enumerate(cells):
-            for j, c in enumerate(row):
-                c.value = bool(mask[i, j])
-        busy["setting preset"] = False
-        _redraw()
+        with redraw_lock():
+            mask = preset_mask(change["new"], n)
+            busy["setting preset"] = True
+            try:
+                for i, row in enumerate(cells):
+                    for j, c in enumerate(row):
+                        c.value = bool(mask[i, j])
+            finally:
+                busy["setting preset"] = False
+            _redraw()
 
     for row in cells:
         for c in row:

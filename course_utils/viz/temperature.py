@@ -17,9 +17,9 @@ from typing import Sequence
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import display
 
 from course_utils import sampling
+from course_utils.viz.drawing import redraw_lock, show_figure
 
 DEFAULT_TOKENS = ("CAT", "DOG", "IS", "LOVELY")
 DEFAULT_LOGITS = (6.2, 4.9, 2.1, 1.0)
@@ -84,14 +84,11 @@ def temperature_widget(tokens: Sequence[str] = DEFAULT_TOKENS, logits: Sequence[
     figure.add_class("course-figure")
 
     def _redraw(_change=None) -> None:
-        state = temperature_state(logits, slider.value, greedy.value, top_k.value, top_p.value, n_samples, seed)
-        readout.value = temperature_readout(tokens, state)
-        slider.disabled = greedy.value
-        fig = plot_temperature(tokens, state)
-        with figure:
-            figure.clear_output(wait=True)
-            display(fig)
-            plt.close(fig)
+        with redraw_lock():  # read the controls inside the lock: the last callback shows the final state
+            state = temperature_state(logits, slider.value, greedy.value, top_k.value, top_p.value, n_samples, seed)
+            readout.value = temperature_readout(tokens, state)
+            slider.disabled = greedy.value
+            show_figure(figure, plot_temperature(tokens, state))
 
     for control in (slider, greedy, top_k, top_p):
         control.observe(_redraw, names="value")
