@@ -11,7 +11,8 @@ Method
   the next. Trainers are interleaved (course, HF, HF on one thread, course, ...), so a busy machine
   slows them alike; the table reports medians and the ratio of medians.
 * Time: wall clock of the training call only (text already in memory; pre-tokenisation included
-  for all trainers). Memory: peak resident set size during the call minus the resident size just
+  for all trainers), and the CPU time of the process over the same call (all threads summed), which
+  a busy machine disturbs less than wall time. Memory: peak resident set size during the call minus the resident size just
   before it (``ru_maxrss`` minus ``psutil`` RSS), which also sees the Rust allocations of HF.
 * HF: ``models.BPE`` + ``pre_tokenizers.ByteLevel(add_prefix_space=False)`` (GPT-2's split
   pattern) + ``BpeTrainer(vocab_size=256 + merges, initial_alphabet=ByteLevel.alphabet())``,
@@ -73,11 +74,14 @@ def child_train(kind: str, n_bytes: int, n_merges: int) -> dict:
     from course_utils.tokenisation import trainer  # noqa: F401
 
     base = psutil.Process().memory_info().rss
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     _train(kind, text, n_merges)
     seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"seconds": seconds, "peak_mb": max(peak - base, 0) / 1e6, "bytes": len(text.encode())}
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)  # all threads
+    peak = cpu1.ru_maxrss * 1024
+    return {"seconds": seconds, "cpu": cpu, "peak_mb": max(peak - base, 0) / 1e6, "bytes": len(text.encode())}
 
 
 def child_encode() -> dict:
@@ -148,8 +152,8 @@ def main() -> None:
     print(f"naive 1 MB / {args.naive_merges} merges: {naive['seconds']:.1f} s", flush=True)
     enc = [_run_child(["encode"]) for _ in range(max(3, args.repeats // 2))]
 
-    print("\n| text / merges | trainer | median s | runs | ratio of medians vs HF | median of paired ratios | peak extra memory (median) |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| text / merges | trainer | median wall s | runs | ratio of medians vs HF | median of paired ratios | median CPU s (all threads) | peak extra memory (median) |")
+    print("|---|---|---|---|---|---|---|---|")
     for n_bytes, n_merges in CASES:
         hf_runs = [r["seconds"] for r in results[("hf", n_bytes)]]
         hf_med = statistics.median(hf_runs)
@@ -158,12 +162,13 @@ def main() -> None:
             med = statistics.median(r["seconds"] for r in rs)
             paired = statistics.median(r["seconds"] / h for r, h in zip(rs, hf_runs))
             mem = statistics.median(r["peak_mb"] for r in rs)
+            cpu = statistics.median(r["cpu"] for r in rs)
             name = {"course": "course (incremental, pure Python)", "hf": "HF tokenizers (Rust, all cores)",
                     "hf-1thread": "HF tokenizers (Rust, 1 thread)"}[kind]
-            print(f"| {n_bytes / 1e6:.0f} MB / {n_merges:,} | {name} | {med:.3f} | {len(rs)} | {med / hf_med:.2f}x | {paired:.2f}x | {mem:.0f} MB |")
+            print(f"| {n_bytes / 1e6:.0f} MB / {n_merges:,} | {name} | {med:.3f} | {len(rs)} | {med / hf_med:.2f}x | {paired:.2f}x | {cpu:.3f} | {mem:.0f} MB |")
         if n_bytes == 1_000_000:
             extra = "" if args.naive_merges == 1_000 else f" (ran {args.naive_merges} merges, scaled linearly)"
-            print(f"| 1 MB / 1,000 | naive recount (pure Python){extra} | {naive_s:.1f} | 1 | {naive_s / hf_med:.0f}x | | {naive['peak_mb']:.0f} MB |")
+            print(f"| 1 MB / 1,000 | naive recount (pure Python){extra} | {naive_s:.1f} | 1 | {naive_s / hf_med:.0f}x | | {naive['cpu'] * 1_000 / args.naive_merges:.1f} | {naive['peak_mb']:.0f} MB |")
     print("\n| encoder (GPT-2 ranks, whole corpus) | MB/s (median) |")
     print("|---|---|")
     for key, label in [("cold", "course ByteBPETokenizer, empty chunk cache"), ("warm", "course ByteBPETokenizer, warm chunk cache"),

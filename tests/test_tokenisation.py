@@ -157,3 +157,28 @@ def test_malformed_rank_files(tmp_path):
 def test_unknown_real_tokenizer_name():
     with pytest.raises(ValueError, match="name must be one of"):
         real.load("gpt5")
+
+
+def test_tokenizer_construction_errors():
+    with pytest.raises(TypeError, match="ranks must be a dict"):
+        ByteBPETokenizer([b"a"])
+    with pytest.raises(ValueError, match="all 256 single bytes"):
+        ByteBPETokenizer({})
+    byte_ranks = {bytes([b]): b for b in range(256)}
+    with pytest.raises(ValueError, match="special_tokens: ids"):
+        ByteBPETokenizer(byte_ranks, special_tokens={"<eot>": 5})
+
+
+def test_a_modified_package_file_is_refused(monkeypatch):
+    package, files, hashes, pattern, specials = real.SPECS["cl100k_base"]
+    monkeypatch.setitem(real.SPECS, "cl100k_base", (package, files, ("0" * 64,), pattern, specials))
+    with pytest.raises(ValueError, match="published sha256"):
+        real.data_files("cl100k_base")
+
+
+def test_decode_accepts_integer_like_ids(trained):
+    import numpy as np
+    import torch
+
+    ids = trained.encode("the king")
+    assert trained.decode(torch.tensor(ids)) == trained.decode(np.array(ids)) == "the king"

@@ -27,8 +27,8 @@ class ByteBPETokenizer:
 
     def __init__(self, ranks: dict[bytes, int], pattern: str = GPT2_PATTERN,
                  special_tokens: dict[str, int] | None = None, name: str = "byte-bpe"):
-        if not isinstance(ranks, dict) or not ranks:
-            raise TypeError(f"ranks must be a non-empty dict of bytes -> int, got {type(ranks).__name__}")
+        if not isinstance(ranks, dict):
+            raise TypeError(f"ranks must be a dict of bytes -> int, got {type(ranks).__name__}")
         missing = [b for b in range(256) if bytes([b]) not in ranks]
         if missing:
             raise ValueError(f"ranks must contain all 256 single bytes; missing {len(missing)}, e.g. byte {missing[0]}")
