@@ -29,6 +29,10 @@ def _check_logits(logits, name: str = "logits") -> None:
         raise ValueError(f"{name} must have a non-empty last dimension (d_vocab), got shape {tuple(logits.shape)}")
     if torch.isnan(logits).any():
         raise ValueError(f"{name} contains NaN")
+    if torch.isposinf(logits).any():
+        raise ValueError(f"{name} contains +inf; use large finite values instead")
+    if torch.isneginf(logits.amax(dim=-1)).any():
+        raise ValueError(f"every entry of a row of {name} is -inf: there is no token left to choose")
 
 
 def _check_temperature(temperature) -> float:
@@ -74,6 +78,8 @@ def _check_probs(probs) -> None:
     _check_logits(probs, "probs")
     if (probs < 0).any():
         raise ValueError("probs must be non-negative (pass probabilities, not logits)")
+    if (probs.sum(dim=-1) <= 0).any():
+        raise ValueError("every row of probs must have some positive probability (a row of zeros has no distribution)")
 
 
 def top_k_filter(probs: Float[Tensor, "... d_vocab"], k: int) -> Float[Tensor, "... d_vocab"]:

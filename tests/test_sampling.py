@@ -92,6 +92,13 @@ def test_sampling_is_reproducible_with_a_generator_and_follows_the_distribution(
     assert set(sample_next_token(WORKED.expand(200, 4), top_k=2, generator=torch.Generator().manual_seed(1)).tolist()) <= {0, 1}
 
 
+def test_banned_tokens_at_minus_inf_are_fine():
+    logits = torch.tensor([2.0, float("-inf"), 1.0])
+    for t in (0.0, 0.01, 1.0, 10.0):
+        probs = next_token_distribution(logits, t)
+        assert torch.isfinite(probs).all() and probs[1] == 0.0
+
+
 def test_entropy_values():
     assert entropy(torch.tensor([0.5, 0.5], dtype=torch.float64)).item() == pytest.approx(math.log(2))
     assert entropy(torch.tensor([1.0, 0.0])).item() == 0.0
@@ -112,6 +119,9 @@ def test_entropy_values():
     (lambda: next_token_distribution(torch.tensor([1, 2])), TypeError, "logits must be a floating-point"),
     (lambda: next_token_distribution(torch.tensor([1.0, float("nan")])), ValueError, "NaN"),
     (lambda: top_k_filter(torch.tensor([-0.5, 1.5]), 1), ValueError, "non-negative"),
+    (lambda: top_p_filter(torch.zeros(2, 3), 0.5), ValueError, "a row of zeros"),
+    (lambda: next_token_distribution(torch.tensor([1.0, float("inf")])), ValueError, r"\+inf"),
+    (lambda: next_token_distribution(torch.full((2, 3), float("-inf"))), ValueError, "no token left"),
     (lambda: sample_counts(torch.tensor([0.5, 0.5]), 0), ValueError, "n_samples"),
 ])
 def test_bad_input_is_rejected_with_a_clear_message(call, error, match):
