@@ -111,3 +111,11 @@ def test_mask_editor_presets_readout_and_empty_row_warning():
     assert readout.value.split("<br>")[0] == "q0 YOUR: " + " ".join(["0.167"] * 6)
     with pytest.raises(ValueError, match="preset must be one of"):
         preset_mask("diagonal", 3)
+
+
+@pytest.mark.gpu
+def test_masks_follow_the_requested_device():
+    mask = combine_masks(causal_mask(4, device="cuda"), padding_mask([3], 4, device="cuda"))
+    assert mask.device.type == "cuda"
+    assert torch.equal(mask.cpu(), combine_masks(causal_mask(4), padding_mask([3], 4)))
+    assert document_mask([0, 0, 1], device="cuda").device.type == "cuda"

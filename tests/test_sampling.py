@@ -147,3 +147,12 @@ def test_temperature_widget_readout_follows_the_contract():
     slider.value = 10.0
     find("course-topk").value = 2
     assert readout.value.split("<br>")[2:4] == ["IS: 0.000", "LOVELY: 0.000"]
+
+
+@pytest.mark.gpu
+def test_same_distribution_and_reproducible_draws_on_cuda():
+    cpu = next_token_distribution(WORKED, 0.5, top_k=3, top_p=0.9)
+    torch.testing.assert_close(next_token_distribution(WORKED.cuda(), 0.5, top_k=3, top_p=0.9).cpu(), cpu)
+    draws = [sample_next_token(WORKED.cuda().expand(100, 4), generator=torch.Generator(device="cuda").manual_seed(0))
+             for _ in range(2)]
+    assert draws[0].device.type == "cuda" and torch.equal(draws[0], draws[1])
