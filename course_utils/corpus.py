@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import unicodedata
 from importlib import metadata
@@ -101,7 +102,7 @@ def load_corpus(rebuild: bool = False) -> str:
         raise ValueError(f"the cleaned corpus has sha256 {sha256(text)}, but data/corpus_manifest.json "
                          f"expects {expected}: is {PACKAGE}=={PACKAGE_VERSION} installed unmodified?")
     CACHE.parent.mkdir(parents=True, exist_ok=True)
-    tmp = CACHE.with_suffix(".tmp")
+    tmp = CACHE.with_suffix(f".{os.getpid()}.tmp")  # several processes may build at once
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(CACHE)
     return text
