@@ -39,7 +39,9 @@ def bench(T: int, repeats: int, causal: bool, n_heads: int = 12, d_head: int = 6
             for impl, fn in run.items():  # alternate, so both see the same machine load
                 times[impl].append(_time_once(fn))
     ref, fused = statistics.median(times["reference"]), statistics.median(times["fused"])
-    return {"T": T, "causal": causal, "reference_ms": 1e3 * ref, "fused_ms": 1e3 * fused, "ratio": ref / fused}
+    best_ratio = min(times["reference"]) / min(times["fused"])  # least disturbed by other load
+    return {"T": T, "causal": causal, "reference_ms": 1e3 * ref, "fused_ms": 1e3 * fused, "ratio": ref / fused,
+            "best_ratio": best_ratio}
 
 
 def main() -> None:
@@ -52,13 +54,13 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch 1, 12 heads x 64, float32, "
           f"median of {args.repeats}")
-    print("| T | mask | reference (ms) | fused SDPA (ms) | reference / fused |")
-    print("|---:|---|---:|---:|---:|")
+    print("| T | mask | reference (ms, median) | fused SDPA (ms, median) | ratio of medians | ratio of minima |")
+    print("|---:|---|---:|---:|---:|---:|")
     for causal in (False, True):
         for T in args.lengths:
             r = bench(T, args.repeats, causal)
             print(f"| {T} | {'causal' if causal else 'none'} | {r['reference_ms']:.2f} | {r['fused_ms']:.2f} | "
-                  f"{r['ratio']:.2f}x |", flush=True)
+                  f"{r['ratio']:.2f}x | {r['best_ratio']:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

@@ -315,7 +315,7 @@ def test_dk_widget_classes_and_readout(monkeypatch):
     matplotlib.use("Agg")
     from course_utils.viz.attention import dk_saturation_viewer
 
-    monkeypatch.setattr("course_utils.viz.attention.display", lambda *a, **k: None)
+    monkeypatch.setattr("course_utils.viz.drawing.display", lambda *a, **k: None)
     viewer = dk_saturation_viewer("the cat sat on the mat".split(), d_k=4)
     assert "course-attention-viewer" in viewer._dom_classes
     slider, readout, figure = viewer.children

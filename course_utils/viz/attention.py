@@ -17,10 +17,10 @@ from typing import Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from IPython.display import display
 
 from course_utils.attention import pattern_entropy, random_scores
 from course_utils.softmax import softmax
+from course_utils.viz.drawing import redraw_lock, show_figure
 
 
 def plot_pattern(ax, pattern, tokens: Sequence[str], title: str | None = None, annotate: bool = True):
@@ -83,20 +83,19 @@ def dk_saturation_viewer(tokens: Sequence[str], d_k: int = 64, seed: int = 0) ->
     figure = widgets.Output()
     figure.add_class("course-figure")
 
-    def _draw(value: int) -> None:
-        scaled, unscaled = _patterns(len(tokens), value, seed)
-        readout.value = dk_readout(value, scaled, unscaled)
-        fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-        plot_pattern(axes[0], scaled, tokens, f"scaled: softmax(q·k / √{value})")
-        plot_pattern(axes[1], unscaled, tokens, "unscaled: softmax(q·k)")
-        fig.tight_layout()
-        figure.clear_output(wait=True)
-        with figure:
-            display(fig)
-        plt.close(fig)
+    def _draw(_change=None) -> None:
+        with redraw_lock():  # read the slider inside the lock: the last callback shows the final state
+            value = slider.value
+            scaled, unscaled = _patterns(len(tokens), value, seed)
+            readout.value = dk_readout(value, scaled, unscaled)
+            fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+            plot_pattern(axes[0], scaled, tokens, f"scaled: softmax(q·k / √{value})")
+            plot_pattern(axes[1], unscaled, tokens, "unscaled: softmax(q·k)")
+            fig.tight_layout()
+            show_figure(figure, fig)
 
-    slider.observe(lambda change: _draw(change["new"]), names="value")
-    _draw(d_k)
+    slider.observe(_draw, names="value")
+    _draw()
     box = widgets.VBox([slider, readout, figure])
     box.add_class("course-attention-viewer")
     return box
