@@ -11,8 +11,6 @@ Leaves out: the widget itself (``course_utils/viz/tokenisation.py``).
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from course_utils.corpus import load_corpus
 from course_utils.tokenisation import real
 from course_utils.tokenisation.byte_bpe import ByteBPETokenizer
@@ -23,10 +21,16 @@ CHOICES = ("characters", "bytes", "course BPE", "GPT-2", "cl100k_base", "o200k_b
 _REAL = {"GPT-2": "gpt2", "cl100k_base": "cl100k_base", "o200k_base": "o200k_base"}
 
 
-@lru_cache(maxsize=2)
+_TRAINED: dict[str, ByteBPETokenizer] = {}
+
+
 def course_tokenizer(progress: bool = False) -> ByteBPETokenizer:
-    """Byte-level BPE trained on the whole corpus: ``course_tokenizer().n_vocab`` -> 2048."""
-    return ByteBPETokenizer.train(load_corpus(), COURSE_VOCAB_SIZE, special_tokens=SPECIAL_TOKENS, progress=progress)
+    """Byte-level BPE trained on the whole corpus (once per session; ``progress`` shows a bar):
+    ``course_tokenizer().n_vocab`` -> 2048."""
+    if "course" not in _TRAINED:
+        _TRAINED["course"] = ByteBPETokenizer.train(load_corpus(), COURSE_VOCAB_SIZE,
+                                                    special_tokens=SPECIAL_TOKENS, progress=progress)
+    return _TRAINED["course"]
 
 
 def show_bytes(piece: bytes) -> str:
