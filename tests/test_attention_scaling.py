@@ -32,3 +32,13 @@ def test_measurement_reports_pattern_bytes_and_restores_threads():
 def test_measurement_on_cuda_reports_peak_memory():
     rows = measure_attention([256, 512], device="cuda", repeats=1)
     assert all(r["peak_bytes"] >= r["pattern_bytes"] for r in rows)
+
+
+def test_scaling_plot_reports_the_fitted_exponent():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course_utils.viz.scaling import plot_scaling
+
+    fig = plot_scaling([100, 200, 400], [1.0, 4.0, 16.0])
+    assert "exponent 2.00" in fig.axes[0].get_legend().get_texts()[0].get_text()
