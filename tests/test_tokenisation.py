@@ -110,6 +110,9 @@ def test_encode_rejects_non_string(trained):
         trained.encode(["not", "a", "string"])
     with pytest.raises(ValueError, match="allowed_special"):
         trained.encode("x", allowed_special={"<nope>"})
+    with pytest.raises(ValueError, match="allowed_special must be 'all', 'none' or a set"):
+        trained.encode("x", allowed_special="<pad>")
+    assert trained.encode("<pad>x", allowed_special={"<pad>"})[0] == 399
 
 
 def test_decode_rejects_ids_outside_vocab(trained):

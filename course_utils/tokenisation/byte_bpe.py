@@ -92,6 +92,8 @@ class ByteBPETokenizer:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         if allowed_special == "none":
             return self.encode_ordinary(text)
+        if isinstance(allowed_special, str) and allowed_special != "all":
+            raise ValueError(f"allowed_special must be 'all', 'none' or a set of special tokens, got {allowed_special!r}")
         allowed = set(self.special_tokens) if allowed_special == "all" else set(allowed_special)
         unknown = allowed - set(self.special_tokens)
         if unknown:
