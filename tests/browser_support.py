@@ -232,23 +232,30 @@ def open_notebook(page, lab: LabServer, name: str, timeout_ms: float = 180_000) 
     page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # more room for the notebook
 
 
-def run_all_cells(page, timeout_ms: float = 300_000) -> None:
-    """Run every cell of the current notebook and wait until the kernel is idle again.
-
-    Raises AssertionError naming the cell when an output is a Python error (traceback).
-    """
+def start_run_all(page) -> None:
+    """Ask JupyterLab to run every cell of the current notebook; returns at once (see wait_run_all)."""
     page.evaluate(
-        """async () => {
+        """() => {
           const app = window.jupyterapp;
-          await app.shell.currentWidget.sessionContext.ready;
-          await app.commands.execute('notebook:run-all-cells');
+          const panel = app.shell.currentWidget;
+          panel.sessionContext.ready.then(() => app.commands.execute('notebook:run-all-cells'));
         }"""
     )
+
+
+def wait_run_all(page, timeout_ms: float = 300_000) -> None:
+    """Wait until no cell is queued or running and the kernel is idle after ``start_run_all``.
+
+    Raises AssertionError with the traceback when an output is a Python error.
+    """
     page.wait_for_function(
-        f"""() => {{
+        rf"""() => {{
           if (({_KERNEL_STATUS_JS})() !== 'idle') return false;
           const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')];
-          return !prompts.some(p => p.textContent.includes('*'));
+          if (prompts.some(p => p.textContent.includes('*'))) return false;
+          const code = [...document.querySelectorAll('.jp-CodeCell')];
+          return code.length > 0 && code.every(c => /\[\d+\]/.test(
+              (c.querySelector('.jp-InputArea-prompt') || {{}}).textContent || ''));
         }}""",
         timeout=timeout_ms,
         polling=250,
@@ -256,6 +263,12 @@ def run_all_cells(page, timeout_ms: float = 300_000) -> None:
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
     if errors.count():
         raise AssertionError(f"a cell raised an error in JupyterLab:\n{errors.first.inner_text()[-3000:]}")
+
+
+def run_all_cells(page, timeout_ms: float = 300_000) -> None:
+    """Run every cell of the current notebook and wait until all ran and the kernel is idle."""
+    start_run_all(page)
+    wait_run_all(page, timeout_ms)
 
 
 def readout_text(locator) -> str:

@@ -29,7 +29,8 @@ from browser_support import (
     parse_entropy,
     parse_probabilities,
     readout_text,
-    run_all_cells,
+    start_run_all,
+    wait_run_all,
     tiktoken_encoding,
 )
 
@@ -44,6 +45,8 @@ WAIT_MS = 60_000  # a widget callback on a busy 2-core machine can take a few se
 WELCOME = "00_welcome.ipynb"
 TOKENISATION = "01_tokenisation.ipynb"
 MASKING = "04_masking_softmax_temperature.ipynb"
+ATTENTION = "03_attention.ipynb"
+MULTIHEAD = "05_multihead_attention.ipynb"
 
 
 # --- shared server, browser and opened notebooks -------------------------------------------------
@@ -62,8 +65,22 @@ def lab(tmp_path_factory):
     server.stop()
 
 
+# Which notebook each browser test drives: the session opens and starts all the notebooks the
+# selected tests need at once, so their kernels run in parallel instead of one after another.
+NOTEBOOK_OF_TEST = {
+    "test_welcome_slider_renders_and_reacts": WELCOME,
+    "test_temperature_slider_sharpens_and_flattens": MASKING,
+    "test_mask_editor_toggles_presets_and_never_shows_nan": MASKING,
+    "test_rapid_clicks_leave_a_drawn_figure": MASKING,
+    "test_rapid_slider_keys_leave_a_consistent_readout": MASKING,
+    "test_dk_viewer_scaling_matters_only_for_large_dk": ATTENTION,
+    "test_head_viewer_switches_heads_and_queries": MULTIHEAD,
+    "test_tokenizer_widget_shows_tiktoken_pieces_and_ids": TOKENISATION,
+}
+
+
 class Session:
-    """The shared browser context, the log of every request it made, and notebooks opened so far."""
+    """The shared browser context, the log of every request it made, and the notebooks opened."""
 
     def __init__(self, context, lab: LabServer) -> None:
         self.context = context
@@ -71,17 +88,28 @@ class Session:
         self.requests = RequestLog()
         context.on("request", self.requests)
         self.pages: dict[str, object] = {}
+        self.finished: set[str] = set()
+
+    def start(self, name: str) -> None:
+        """Open notebook ``name`` in its own tab and start Run All (does not wait for it)."""
+        if name in self.pages or not (NOTEBOOKS / name).exists():
+            return
+        page = self.context.new_page()
+        self.pages[name] = page
+        open_notebook(page, self.lab, name)
+        start_run_all(page)
 
     def notebook(self, name: str):
-        """The page showing notebook ``name`` after Run All (opened and run once per session)."""
+        """The page showing notebook ``name`` after Run All has finished (run once per session)."""
         if not (NOTEBOOKS / name).exists():
             pytest.skip(f"notebooks/{name} does not exist yet, so its widget cannot be tested")
-        if name not in self.pages:
-            page = self.context.new_page()
-            self.pages[name] = page
-            open_notebook(page, self.lab, name)
-            run_all_cells(page)
-        return self.pages[name]
+        self.start(name)
+        page = self.pages[name]
+        if name not in self.finished:
+            wait_run_all(page)
+            self.finished.add(name)
+        page.bring_to_front()
+        return page
 
     def assert_offline(self) -> None:
         foreign = self.requests.foreign()
@@ -90,21 +118,23 @@ class Session:
 
 
 @pytest.fixture(scope="session")
-def browser(lab, tmp_path_factory):
+def browser(lab, tmp_path_factory, request):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    needed = []
+    for item in request.session.items:
+        name = NOTEBOOK_OF_TEST.get(getattr(item, "originalname", item.name))
+        if name and name not in needed:
+            needed.append(name)
     with sync_playwright() as playwright:
         context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium") / "profile")
         context.set_default_timeout(WAIT_MS)
         session = Session(context, lab)
+        for name in needed:
+            session.start(name)
         yield session
-        for page in session.pages.values():
-            try:  # stop the kernels now rather than at server shutdown
-                page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-            except Exception:  # noqa: BLE001 - best effort; the server stop kills them anyway
-                pass
-        context.close()
+        context.close()  # the kernels stop with the server (lab fixture)
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -235,9 +265,9 @@ def assert_no_nan(text: str, where: str) -> None:
 
 def choose_option(select, pattern: str) -> str:
     """Select the first <option> whose label matches ``pattern`` (case-insensitive); its label."""
-    labels = [label.strip() for label in select.locator("option").all_inner_texts()]
-    for label in labels:
-        if re.search(pattern, label, re.IGNORECASE):
+    labels = select.locator("option").all_text_contents()
+    for label in labels:  # ipywidgets shows spaces in option labels as no-break spaces
+        if re.search(pattern, label.replace("\xa0", " ").strip(), re.IGNORECASE):
             select.select_option(label=label)
             return label
     raise AssertionError(f"no option matching {pattern!r} in the dropdown; options: {labels}")
@@ -541,6 +571,101 @@ def test_rapid_slider_keys_leave_a_consistent_readout(browser):
                             f"T = {shown} (the slider's value) after five quick key presses", timeout_s=10)
     read_temperature_state(readout, "a consistent readout")
     assert_figures_not_blank(page, root, "temperature-rapid", timeout_s=5)
+    browser.assert_offline()
+
+
+# --- attention viewers (notebooks 03 and 05) --------------------------------------------------------
+
+
+def dk_stats(text: str) -> dict[str, tuple[float, float]]:
+    """``{'scaled': (mean max weight, mean entropy), 'unscaled': (...)}`` from the d_k readout."""
+    stats = {}
+    for name in ("scaled", "unscaled"):
+        match = re.search(rf"^\s*{name}:.*?max weight\s*(\d+\.\d+).*?entropy\s*(\d+\.\d+)", text, re.MULTILINE)
+        assert match, f"no '{name}: ... max weight X, ... entropy Y' line in the readout:\n{text}"
+        stats[name] = (float(match.group(1)), float(match.group(2)))
+    return stats
+
+
+def dk_of(text: str) -> int | None:
+    match = re.search(r"d_k\s*=\s*(\d+)", text)
+    return int(match.group(1)) if match else None
+
+
+@pytest.mark.browser
+def test_dk_viewer_scaling_matters_only_for_large_dk(browser):
+    page = browser.notebook(ATTENTION)
+    root = page.locator(".course-attention-viewer").filter(has=page.locator(".course-dk")).first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout").first
+    slider = root.locator(".course-dk")
+    assert_figures_not_blank(page, root, "dk-initial")
+    before = figure_png(root)
+
+    # d_k = 1: dividing by sqrt(1) changes nothing, so both patterns have identical statistics
+    type_slider_value(page, slider, "1")
+    text = wait_for_readout(readout, lambda t: dk_of(t) == 1, "d_k = 1 after typing 1")
+    assert_no_nan(text, "d_k viewer")
+    stats = dk_stats(text)
+    assert stats["scaled"] == stats["unscaled"], f"at d_k = 1 scaling is a no-op:\n{text}"
+    wait_for_new_figure(root, before, "typing d_k = 1")
+
+    # keyboard End -> the largest d_k: unscaled scores saturate (peakier, lower entropy)
+    handle = slider.locator(".noUi-handle")
+    handle.focus()
+    handle.press("End")
+    text = wait_for_readout(readout, lambda t: (dk_of(t) or 0) > 100, "a large d_k after End")
+    stats = dk_stats(text)
+    assert stats["unscaled"][0] > stats["scaled"][0] and stats["unscaled"][1] < stats["scaled"][1], (
+        f"unscaled attention should saturate at large d_k:\n{text}")
+    screenshot(page, "dk-viewer")
+    assert_figures_not_blank(page, root, "dk-large")
+    browser.assert_offline()
+
+
+def attended_weights(text: str) -> list[float]:
+    """The ``k3 A: 0.250`` lines after ``attends to:`` in the head viewer's readout."""
+    tail = text.split("attends to:", 1)
+    assert len(tail) == 2, f"no 'attends to:' line in the readout:\n{text}"
+    return [float(x) for x in re.findall(r"^\s*k\d+.*?:\s*(\d+\.\d+)\s*$", tail[1], re.MULTILINE)]
+
+
+@pytest.mark.browser
+def test_head_viewer_switches_heads_and_queries(browser):
+    page = browser.notebook(MULTIHEAD)
+    root = page.locator(".course-attention-viewer").filter(has=page.locator(".course-head")).first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout").first
+    assert_figures_not_blank(page, root, "heads-initial")
+    text = wait_for_readout(readout, lambda t: "layer 0 head 0" in t, "'layer 0 head 0' at start")
+    weights = attended_weights(text)
+    assert weights and sum(weights) == pytest.approx(1.0, abs=0.001 * len(weights) + 1e-9), text
+    before = figure_png(root)
+
+    head_select = root.locator(".course-head select")
+    n_heads = head_select.locator("option").count()
+    assert n_heads >= 2, "the head dropdown should offer several heads"
+    choose_option(head_select, rf"head {n_heads - 1}$")
+    text = wait_for_readout(readout, lambda t: f"head {n_heads - 1}" in t, f"head {n_heads - 1} after choosing it")
+    assert_no_nan(text, "head viewer")
+    assert sum(attended_weights(text)) == pytest.approx(1.0, abs=0.001 * len(weights) + 1e-9), text
+    wait_for_new_figure(root, before, "choosing another head")
+
+    layer_select = root.locator(".course-layer select")
+    n_layers = layer_select.locator("option").count()
+    if n_layers > 1:
+        choose_option(layer_select, rf"layer {n_layers - 1}$")
+        wait_for_readout(readout, lambda t: f"layer {n_layers - 1} head" in t, "the last layer after choosing it")
+        wait_kernel_idle(page)  # user-paced (rapid input is tested on the mask editor)
+
+    # keyboard Home on the query slider: query 0 may only attend to itself (causal) -> weight 1
+    handle = root.locator(".course-query .noUi-handle")
+    handle.focus()
+    handle.press("Home")
+    text = wait_for_readout(readout, lambda t: "query q0 " in t, "query q0 after Home")
+    assert attended_weights(text) == [1.0], f"the first query attends only to itself:\n{text}"
+    screenshot(page, "head-viewer")
+    assert_figures_not_blank(page, root, "heads-after")
     browser.assert_offline()
 
 
