@@ -384,3 +384,32 @@ def settle_images(locator) -> None:
         """async el => { await Promise.all([...el.querySelectorAll('img')].map(
              i => i.decode().catch(() => null))); }"""
     )
+
+
+_IMAGE_STATS_JS = """(selector) => [...document.querySelectorAll(selector)].map((img, index) => {
+  const w = img.naturalWidth, h = img.naturalHeight;
+  if (!img.complete || !w || !h) return {index, w, h, std: 0, ink: 0};
+  const canvas = document.createElement('canvas');
+  canvas.width = w; canvas.height = h;
+  const ctx = canvas.getContext('2d');
+  ctx.fillStyle = '#ffffff'; ctx.fillRect(0, 0, w, h);   // transparent PNGs are shown on white
+  ctx.drawImage(img, 0, 0);
+  const d = ctx.getImageData(0, 0, w, h).data, n = w * h;
+  const counts = new Map();
+  let sum = 0, sumsq = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    const key = (d[i] >> 4) << 8 | (d[i + 1] >> 4) << 4 | (d[i + 2] >> 4);
+    counts.set(key, (counts.get(key) || 0) + 1);
+    for (let c = 0; c < 3; c++) { const v = d[i + c] / 255; sum += v; sumsq += v * v; }
+  }
+  const mean = sum / (3 * n), std = Math.sqrt(Math.max(0, sumsq / (3 * n) - mean * mean));
+  const background = Math.max(...counts.values());
+  return {index, w, h, std, ink: 1 - background / n};
+})"""
+
+
+def output_image_stats(page, selector: str = ".jp-OutputArea-output img") -> list[dict]:
+    """Pixel statistics of every output image, computed in the page from the decoded image data:
+    ``[{'index': 0, 'w': 640, 'h': 480, 'std': 0.21, 'ink': 0.12}, ...]`` (ink = share of pixels
+    not of the most common colour)."""
+    return page.evaluate(_IMAGE_STATS_JS, selector)

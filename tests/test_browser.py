@@ -26,6 +26,7 @@ from browser_support import (
     launch_chromium,
     missing_browser_reason,
     open_notebook,
+    output_image_stats,
     parse_entropy,
     parse_probabilities,
     readout_text,
@@ -63,6 +64,8 @@ def lab(tmp_path_factory):
     server = LabServer(root, work / "jupyter").start()
     yield server
     server.stop()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "jupyterlab.log").write_text(server.log_tail(200_000))
 
 
 # Which notebook each browser test drives: the session opens and starts all the notebooks the
@@ -124,7 +127,8 @@ def browser(lab, tmp_path_factory, request):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     needed = []
     for item in request.session.items:
-        name = NOTEBOOK_OF_TEST.get(getattr(item, "originalname", item.name))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        name = params.get("notebook") or NOTEBOOK_OF_TEST.get(getattr(item, "originalname", item.name))
         if name and name not in needed:
             needed.append(name)
     with sync_playwright() as playwright:
@@ -199,16 +203,13 @@ def wait_kernel_idle(page, settle_s: float = 0.3) -> None:
         }""", timeout=WAIT_MS, polling=100)
 
 
-def assert_output_images_not_blank(page, name: str) -> None:
-    """Every image in the notebook's outputs (static matplotlib figures) loaded and is not blank."""
-    images = page.locator(".jp-OutputArea-output img")
-    for i in range(images.count()):
-        image = images.nth(i)
-        image.scroll_into_view_if_needed()
-        loaded = image.evaluate("img => img.complete && img.naturalWidth > 0")
-        assert loaded, f"{name}: output image {i} did not load"
-        reason = blank_reason(image.screenshot())
-        assert reason is None, f"{name}: output image {i} looks blank: {reason}"
+def assert_output_images_not_blank(page, name: str, min_std: float = 0.02, min_ink: float = 0.02) -> int:
+    """Every image in the notebook's outputs (matplotlib figures) loaded and is not blank."""
+    settle_images(page.locator(".jp-Notebook").first)
+    stats = output_image_stats(page)
+    bad = [s for s in stats if s["w"] == 0 or s["std"] < min_std or s["ink"] < min_ink]
+    assert not bad, f"{name}: blank or unloaded output images (of {len(stats)}): {bad}"
+    return len(stats)
 
 
 def figure_png(root) -> bytes:
@@ -307,7 +308,6 @@ def test_welcome_slider_renders_and_reacts(browser):
     text = wait_for_readout(readout, lambda t: welcome_probs(t)[0] == -1.5, "gap -1.500 after typing")
     assert welcome_probs(text)[1:] == pytest.approx(two_logit_softmax(-1.5), abs=1e-3)
     screenshot(page, "welcome")
-    assert_output_images_not_blank(page, "welcome")
     browser.assert_offline()
 
 
@@ -666,6 +666,18 @@ def test_head_viewer_switches_heads_and_queries(browser):
     assert attended_weights(text) == [1.0], f"the first query attends only to itself:\n{text}"
     screenshot(page, "head-viewer")
     assert_figures_not_blank(page, root, "heads-after")
+    browser.assert_offline()
+
+
+# --- every figure in every notebook the tests open ---------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("notebook", sorted(set(NOTEBOOK_OF_TEST.values())))
+def test_output_images_are_drawn(browser, notebook):
+    """After Run All in JupyterLab, no output image (static matplotlib figure) is blank."""
+    page = browser.notebook(notebook)
+    assert_output_images_not_blank(page, notebook)
     browser.assert_offline()
 
 
