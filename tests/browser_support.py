@@ -222,14 +222,29 @@ _KERNEL_STATUS_JS = """() => {
 }"""
 
 
-def open_notebook(page, lab: LabServer, name: str, timeout_ms: float = 180_000) -> None:
-    """Open ``name`` (relative to the server root) in JupyterLab and wait for an idle kernel."""
-    page.goto(lab.url(f"lab/tree/{name}", reset=""), wait_until="domcontentloaded")
+def goto_notebook(page, lab: LabServer, name: str) -> None:
+    """Start loading notebook ``name`` (relative to the server root) in JupyterLab; returns early."""
+    page.goto(lab.url(f"lab/tree/{name}", reset=""), wait_until="commit")
+
+
+def wait_notebook_shown(page, timeout_ms: float = 180_000) -> None:
+    """Wait until JupyterLab shows the notebook's cells and has a kernel session for it."""
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
+    page.wait_for_function(
+        """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                   return !!(w && w.sessionContext && w.sessionContext.session); }""",
+        timeout=timeout_ms, polling=250,
+    )
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # more room for the notebook
+
+
+def open_notebook(page, lab: LabServer, name: str, timeout_ms: float = 180_000) -> None:
+    """Open ``name`` in JupyterLab and wait for an idle kernel."""
+    goto_notebook(page, lab, name)
+    wait_notebook_shown(page, timeout_ms)
     page.wait_for_function(
         f"({_KERNEL_STATUS_JS})() === 'idle'", timeout=timeout_ms, polling=250
     )
-    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # more room for the notebook
 
 
 def start_run_all(page) -> None:
