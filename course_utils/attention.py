@@ -92,6 +92,11 @@ def attention_scores(
     the scores' variance near 1 whatever d_head is, so the softmax does not saturate.
     """
     _check_pair(q, k)
+    return _scores(q, k)
+
+
+def _scores(q: Tensor, k: Tensor) -> Tensor:
+    """The arithmetic of ``attention_scores`` on inputs already checked."""
     return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., q_pos, k_pos)
 
 
@@ -104,9 +109,9 @@ def attention_pattern(
 
     ``attention_pattern(tensor([[1., 0.]]), tensor([[1., 0.], [1., 0.]]))`` -> ``[[0.5, 0.5]]``.
     """
-    mask = _check_mask(mask, q, k) if mask is not None else None
-    scores = attention_scores(q, k)
-    return masked_softmax(scores, mask, dim=-1)
+    _check_pair(q, k)
+    mask = _check_mask(mask, q, k)
+    return masked_softmax(_scores(q, k), mask, dim=-1)  # (..., q_pos, k_pos)
 
 
 def scaled_dot_product_attention(
@@ -137,7 +142,7 @@ def scaled_dot_product_attention(
         raise ValueError(f"v must be on the same device as k, got k on {k.device} and v on {v.device}")
     mask = _check_mask(mask, q, k)
     if impl == "reference":
-        pattern = masked_softmax(attention_scores(q, k), mask, dim=-1)  # (..., q_pos, k_pos)
+        pattern = masked_softmax(_scores(q, k), mask, dim=-1)  # (..., q_pos, k_pos)
         return pattern @ v  # (..., q_pos, d_head_v)
     if mask is not None and mask.ndim < 2:
         mask = mask.reshape(1, -1)  # (1, k_pos): torch's kernel wants at least 2 mask dims

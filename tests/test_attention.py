@@ -238,6 +238,12 @@ def test_bad_masks():
         attention_pattern(q, k, torch.ones(1, 2, 4, 5, dtype=torch.bool))
 
 
+def test_pattern_validates_q_and_k_before_the_mask():
+    _, k, _ = _ok()
+    with pytest.raises(TypeError, match=r"q must be a torch.Tensor.*got list"):
+        attention_pattern([[1.0]], k, torch.ones(1, 5, dtype=torch.bool))
+
+
 def test_unknown_impl():
     q, k, v = _ok()
     with pytest.raises(ValueError, match=r"impl must be one of.*'flash'"):
