@@ -82,6 +82,12 @@ def with_def(source: str) -> nbformat.NotebookNode:
     return nb
 
 
+def without_check(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``nb`` without the cells that call ``check_stable_softmax`` (so only the grader runs the function)."""
+    nb.cells = [c for c in nb.cells if "check_stable_softmax(" not in c.source or c.cell_type != "code"]
+    return nb
+
+
 def with_cell(source: str, after_def: bool = True, base=None) -> nbformat.NotebookNode:
     """The solution notebook with a cell ``source`` added after (or well before) the exercise cell."""
     nb = base if base is not None else solution()
@@ -137,8 +143,8 @@ def build_folder(root: Path) -> dict[str, dict]:
         "alice.ipynb": (solution(), ok2, "passed", ""),  # duplicate student, matched by metadata
         "bob/00_welcome.ipynb": (release(), ok0, "not attempted", ""),
         "loop_top/00_welcome.ipynb": (with_cell("while True:\n    pass", after_def=False), ok2, "passed", "cell time limit"),
-        "loop_fn/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    while True:\n        pass\n"),
-                                     {"stable_softmax": ("timeout", 0)}, "time limit", "cell time limit"),
+        "loop_fn/00_welcome.ipynb": (without_check(with_def("def stable_softmax(x):\n    while True:\n        pass\n")),
+                                     {"stable_softmax": ("timeout", 0)}, "time limit", ""),
         "deaf_loop/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    import signal\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                                                 "    while True:\n        pass\n"), died, "ignored the interrupt", ""),
         "raises_after/00_welcome.ipynb": (with_cell("raise RuntimeError('oops')"), ok2, "passed", "RuntimeError: oops"),
@@ -146,6 +152,8 @@ def build_folder(root: Path) -> dict[str, dict]:
         "os_exit/00_welcome.ipynb": (with_cell("import os\nos._exit(1)"), died, "died", ""),
         "sigkill/00_welcome.ipynb": (with_cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"), died, "died", ""),
         "exit_builtin/00_welcome.ipynb": (with_cell("exit()"), died, "", ""),
+        "kills_grader/00_welcome.ipynb": (with_cell("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
+                                          {"stable_softmax": ("grader_error", 0)}, "grading process died", ""),
         "sys_exit/00_welcome.ipynb": (with_cell("import sys\nsys.exit()"), ok2, "passed", "SystemExit"),
         "patcher/00_welcome.ipynb": (with_cell(MONKEYPATCHES, base=with_def(NO_MAX_SHIFT_DEF)), ok0, "subtract each row's maximum", ""),
         "evil_pickle/00_welcome.ipynb": (with_def(evil_def), ok0, "cannot read back", ""),

@@ -22,7 +22,7 @@ from course_utils.lab.probe import NotDefined, StudentRaised, decode_reply, prob
 from course_utils.lab.submissions import course_catalog, find_submissions, identify, read_submission, Submission
 from grading_fixtures import FORMULA, ODD_A, ODD_B, WELCOME, build_folder, solution
 
-CELL_TIMEOUT, PROBE_TIMEOUT = 6, 3
+CELL_TIMEOUT, PROBE_TIMEOUT = 15, 5  # generous: the machine may be shared and slow
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from queue import Empty
 
 import nbformat
@@ -134,7 +134,7 @@ class SubmissionKernel:
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         self.kc = self.km.client()
         self.kc.start_channels()
-        await self.kc.wait_for_ready(timeout=60)
+        await self.kc.wait_for_ready(timeout=180)
         return self
 
     async def __aexit__(self, *exc) -> None:
