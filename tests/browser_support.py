@@ -259,25 +259,67 @@ def start_run_all(page) -> None:
 
 
 def wait_run_all(page, timeout_ms: float = 300_000) -> None:
-    """Wait until no cell is queued or running and the kernel is idle after ``start_run_all``.
+    """Wait until no cell of the current notebook is queued or running and its kernel is idle.
 
     Raises AssertionError with the traceback when an output is a Python error.
     """
     page.wait_for_function(
         rf"""() => {{
           if (({_KERNEL_STATUS_JS})() !== 'idle') return false;
-          const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')];
+          const node = window.jupyterapp.shell.currentWidget.node;
+          const prompts = [...node.querySelectorAll('.jp-InputArea-prompt')];
           if (prompts.some(p => p.textContent.includes('*'))) return false;
-          const code = [...document.querySelectorAll('.jp-CodeCell')];
+          const code = [...node.querySelectorAll('.jp-CodeCell')];
           return code.length > 0 && code.every(c => /\[\d+\]/.test(
               (c.querySelector('.jp-InputArea-prompt') || {{}}).textContent || ''));
         }}""",
         timeout=timeout_ms,
         polling=250,
     )
-    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
+    panel_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+    errors = page.locator(f"[id='{panel_id}'] .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
     if errors.count():
         raise AssertionError(f"a cell raised an error in JupyterLab:\n{errors.first.inner_text()[-3000:]}")
+
+
+_OPEN_AND_RUN_JS = """async (paths) => {
+  const app = window.jupyterapp;
+  const sleep = ms => new Promise(r => setTimeout(r, ms));
+  const ids = {};
+  for (const path of paths) {
+    const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+    ids[path] = panel.id;
+  }
+  for (const path of paths) {
+    const panel = [...app.shell.widgets('main')].find(w => w.id === ids[path]);
+    await panel.context.ready;
+    await panel.sessionContext.ready;
+    app.shell.activateById(panel.id);
+    for (let i = 0; i < 200 && !(app.shell.currentWidget === panel
+         && panel.node.contains(document.activeElement)); i++) await sleep(25);
+    app.commands.execute('notebook:run-all-cells');  // queued now; runs while we go on
+  }
+  return ids;
+}"""
+
+
+def open_and_run_all(page, lab: LabServer, paths: list[str], timeout_ms: float = 180_000) -> dict[str, str]:
+    """In ONE JupyterLab tab, open each notebook and start Run All in each (kernels run in parallel).
+
+    Returns ``{path: panel id}``; use ``activate(page, panel_id)`` then ``wait_run_all(page)``.
+    """
+    if "/lab" not in page.url:
+        page.goto(lab.url("lab", reset=""), wait_until="domcontentloaded")
+        page.wait_for_function("() => !!window.jupyterapp", timeout=timeout_ms, polling=250)
+        page.evaluate("async () => { await window.jupyterapp.restored; window.jupyterapp.shell.collapseLeft(); }")
+    page.set_default_timeout(timeout_ms)
+    return page.evaluate(_OPEN_AND_RUN_JS, paths)
+
+
+def activate(page, panel_id: str) -> None:
+    """Bring the notebook with this panel id to the front of the JupyterLab tab."""
+    page.evaluate("id => window.jupyterapp.shell.activateById(id)", panel_id)
+    page.wait_for_function("id => window.jupyterapp.shell.currentWidget.id === id", arg=panel_id)
 
 
 def run_all_cells(page, timeout_ms: float = 300_000) -> None:

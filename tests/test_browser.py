@@ -25,13 +25,12 @@ from browser_support import (
     settle_images,
     launch_chromium,
     missing_browser_reason,
-    goto_notebook,
-    wait_notebook_shown,
+    activate,
+    open_and_run_all,
     output_image_stats,
     parse_entropy,
     parse_probabilities,
     readout_text,
-    start_run_all,
     wait_run_all,
     tiktoken_encoding,
 )
@@ -91,38 +90,36 @@ class Session:
         self.lab = lab
         self.requests = RequestLog()
         context.on("request", self.requests)
-        self.pages: dict[str, object] = {}
+        self.page = None
+        self.panels: dict[str, str] = {}
         self.finished: set[str] = set()
         self.t0 = time.monotonic()
         self.timings: list[str] = []
 
     def start(self, *names: str) -> None:
-        """Open each notebook in its own tab and start Run All; does not wait for the cells.
+        """Open the notebooks in the one JupyterLab tab and start Run All in each (no waiting).
 
-        All tabs load at once, then each starts Run All as soon as its notebook is shown, so the
-        kernels start and run in parallel.
+        JupyterLab loads once; the kernels start and run in parallel.
         """
-        names = [n for n in dict.fromkeys(names) if n not in self.pages and (NOTEBOOKS / n).exists()]
-        for name in names:
-            self.pages[name] = self.context.new_page()
-            goto_notebook(self.pages[name], self.lab, name)
-        for name in names:
-            wait_notebook_shown(self.pages[name])
-            start_run_all(self.pages[name])
-            self.timings.append(f"{time.monotonic() - self.t0:7.1f} s  shown, Run All started: {name}")
+        names = [n for n in dict.fromkeys(names) if n not in self.panels and (NOTEBOOKS / n).exists()]
+        if not names:
+            return
+        if self.page is None:
+            self.page = self.context.new_page()
+        self.panels.update(open_and_run_all(self.page, self.lab, names))
+        self.timings.append(f"{time.monotonic() - self.t0:7.1f} s  opened, Run All started: {', '.join(names)}")
 
     def notebook(self, name: str):
-        """The page showing notebook ``name`` after Run All has finished (run once per session)."""
+        """The JupyterLab page showing notebook ``name`` after its Run All finished (run once)."""
         if not (NOTEBOOKS / name).exists():
             pytest.skip(f"notebooks/{name} does not exist yet, so its widget cannot be tested")
         self.start(name)
-        page = self.pages[name]
+        activate(self.page, self.panels[name])
         if name not in self.finished:
-            wait_run_all(page)
+            wait_run_all(self.page)
             self.finished.add(name)
             self.timings.append(f"{time.monotonic() - self.t0:7.1f} s  Run All finished: {name}")
-        page.bring_to_front()
-        return page
+        return self.page
 
     def assert_offline(self) -> None:
         foreign = self.requests.foreign()
@@ -155,7 +152,9 @@ def browser(lab, tmp_path_factory, request):
 
 
 def screenshot(page, name: str) -> None:
-    """Save a full-window screenshot as a test artifact."""
+    """Save a full-window screenshot as a test artifact (after the kernel's redraw finished)."""
+    wait_kernel_idle(page)
+    settle_images(page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").first)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
@@ -215,8 +214,9 @@ def wait_kernel_idle(page, settle_s: float = 0.3) -> None:
 
 def assert_output_images_not_blank(page, name: str, min_std: float = 0.02, min_ink: float = 0.02) -> int:
     """Every image in the notebook's outputs (matplotlib figures) loaded and is not blank."""
-    settle_images(page.locator(".jp-Notebook").first)
-    stats = output_image_stats(page)
+    panel = f"[id='{page.evaluate('() => window.jupyterapp.shell.currentWidget.id')}']"
+    settle_images(page.locator(panel))
+    stats = output_image_stats(page, f"{panel} .jp-OutputArea-output img")
     bad = [s for s in stats if s["w"] == 0 or s["std"] < min_std or s["ink"] < min_ink]
     assert not bad, f"{name}: blank or unloaded output images (of {len(stats)}): {bad}"
     return len(stats)
