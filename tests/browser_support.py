@@ -443,7 +443,8 @@ def settle_images(locator) -> None:
     )
 
 
-_IMAGE_STATS_JS = """(selector) => [...document.querySelectorAll(selector)].map((img, index) => {
+_IMAGE_STATS_JS = """([selector, skipWidgets]) => [...document.querySelectorAll(selector)]
+    .filter(img => !(skipWidgets && img.closest('.jupyter-widgets'))).map((img, index) => {
   const w = img.naturalWidth, h = img.naturalHeight;
   if (!img.complete || !w || !h) return {index, w, h, std: 0, ink: 0};
   const canvas = document.createElement('canvas');
@@ -465,8 +466,9 @@ _IMAGE_STATS_JS = """(selector) => [...document.querySelectorAll(selector)].map(
 })"""
 
 
-def output_image_stats(page, selector: str = ".jp-OutputArea-output img") -> list[dict]:
+def output_image_stats(page, selector: str = ".jp-OutputArea-output img", skip_widgets: bool = True) -> list[dict]:
     """Pixel statistics of every output image, computed in the page from the decoded image data:
     ``[{'index': 0, 'w': 640, 'h': 480, 'std': 0.21, 'ink': 0.12}, ...]`` (ink = share of pixels
-    not of the most common colour)."""
-    return page.evaluate(_IMAGE_STATS_JS, selector)
+    not of the most common colour). Images inside widgets are skipped unless ``skip_widgets=False``
+    (the widget tests check those, as they change)."""
+    return page.evaluate(_IMAGE_STATS_JS, [selector, skip_widgets])

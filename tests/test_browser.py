@@ -685,7 +685,9 @@ def test_head_viewer_switches_heads_and_queries(browser):
 @pytest.mark.browser
 @pytest.mark.parametrize("notebook", sorted(set(NOTEBOOK_OF_TEST.values())))
 def test_output_images_are_drawn(browser, notebook):
-    """After Run All in JupyterLab, no output image (static matplotlib figure) is blank."""
+    """After Run All in JupyterLab, no output image (static matplotlib figure) is blank.
+
+    (Figures inside widgets are checked by each widget's test, after it has used the widget.)"""
     page = browser.notebook(notebook)
     assert_output_images_not_blank(page, notebook)
     browser.assert_offline()
