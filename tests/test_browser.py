@@ -678,18 +678,17 @@ def test_tokenizer_widget_shows_tiktoken_pieces_and_ids(browser, choice, encodin
 
 
 def _png_of(draw) -> bytes:
+    """A small PNG drawn by ``draw(ax)`` (no pyplot, so no global matplotlib state is touched)."""
     import io
 
-    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(2, 2))
-    draw(ax)
+    fig = Figure(figsize=(2, 2))
+    FigureCanvasAgg(fig)
+    draw(fig.subplots())
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
-    plt.close(fig)
     return buffer.getvalue()
 
 
