@@ -12,8 +12,10 @@ Leaves out: the per-submission grading (``grade.py``) and the files written (``g
 from __future__ import annotations
 
 import json
+import os
 import queue
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,12 +70,14 @@ def _kill_tree(pid: int) -> None:
 class _Worker:
     """One ``course_utils.lab.worker --serve`` process, restarted after it fails or overruns."""
 
-    def __init__(self):
+    def __init__(self, scratch: str):
         self.proc: subprocess.Popen | None = None
+        self.scratch = scratch  # TMPDIR of the worker and its kernels: removed with the job folder
 
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen([sys.executable, "-m", "course_utils.lab.worker", "--serve"],
+                                         env=dict(os.environ, TMPDIR=self.scratch),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         return self.proc
 
@@ -136,9 +140,10 @@ def grade_folder(folder: Path, source: Path, limits: Limits, seeds: list[int] = 
             pending.append((index, sub, catalog[name], _budget(n_cells, len(catalog[name].points), limits)))
     bar = tqdm(total=len(submissions), desc="grading", unit="submission", disable=not progress)
     bar.update(len(submissions) - len(pending))
+    job_dir = tempfile.mkdtemp(prefix="course-lab-jobs-")
     workers: queue.Queue = queue.Queue()
     for _ in range(min(jobs, len(pending)) or 1):
-        workers.put(_Worker())
+        workers.put(_Worker(job_dir))
 
     def run(job: dict, job_file: Path, budget: float) -> SubmissionResult:
         worker = workers.get()
@@ -148,16 +153,17 @@ def grade_folder(folder: Path, source: Path, limits: Limits, seeds: list[int] = 
             workers.put(worker)
 
     try:
-        _grade_pending(pending, submissions, results, run, bar, jobs, limits, seeds, hidden_tests)
+        _grade_pending(pending, submissions, results, run, bar, jobs, limits, seeds, hidden_tests, job_dir)
     finally:
         while not workers.empty():
             workers.get().stop()
+        shutil.rmtree(job_dir, ignore_errors=True)
         bar.close()
     return results
 
 
-def _grade_pending(pending, submissions, results, run, bar, jobs, limits, seeds, hidden_tests) -> None:
-    with tempfile.TemporaryDirectory(prefix="course-lab-jobs-") as job_dir, ThreadPoolExecutor(jobs) as pool:
+def _grade_pending(pending, submissions, results, run, bar, jobs, limits, seeds, hidden_tests, job_dir) -> None:
+    with ThreadPoolExecutor(jobs) as pool:
         futures = {}
         for index, sub, entry, budget in pending:
             job = make_job(sub, entry, limits, seeds, hidden_tests, Path(job_dir) / f"result{index}.json")
