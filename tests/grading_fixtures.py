@@ -60,6 +60,25 @@ def test_stable_softmax__nine_columns(student):
     out = student(x)
     assert torch.allclose(out, torch.softmax(x, dim=-1)), "wrong answer for rows of 9 logits"
 '''
+HIDDEN_EXERCISES = '''import torch
+from course_utils.checks.core import Case, Exercise
+
+def _cases(seed):
+    gen = torch.Generator().manual_seed(100 + seed)
+    return [Case("a (2, 2, 2, 7) tensor of logits", (torch.randn(2, 2, 2, 7, generator=gen, dtype=torch.float64),))]
+
+def stable_softmax(x):
+    return torch.softmax(x, dim=-1)
+
+EXERCISES = {"stable_softmax": Exercise(name="stable_softmax", reference=stable_softmax, cases=_cases)}
+'''
+FEW_DIMS_DEF = '''def stable_softmax(x):
+    # right for up to three dimensions only: the instructor's 4-d case catches it
+    if x.dim() > 3:
+        return x
+    shifted = x - x.amax(dim=-1, keepdim=True)
+    return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
+'''
 PAIR_POINTS = {"causal_mask": 1, "stable_softmax": 2}  # graded in this order
 
 
@@ -130,6 +149,7 @@ def build_folder(root: Path) -> dict[str, dict]:
     nbformat.write(pair_notebook(CORRECT_DEF), str(source / "10_pair.ipynb"))
     hidden.mkdir()
     (hidden / "test_extra.py").write_text(HIDDEN_TESTS)
+    (hidden / "extra_cases.py").write_text(HIDDEN_EXERCISES)
     marker = root / "pwned"
     evil_def = ("class _Evil:\n    def __reduce__(self):\n        import os\n"
                 f"        return (os.system, ('touch {marker}',))\n\n"
@@ -164,6 +184,7 @@ def build_folder(root: Path) -> dict[str, dict]:
         "flood/00_welcome.ipynb": (with_cell("print('spam ' * 1_000_000)"), ok2, "passed", "output truncated"),
         "public_only/00_welcome.ipynb": (with_def(PUBLIC_ONLY_DEF), ok0, "hidden case, seed 1", ""),
         "known_widths/00_welcome.ipynb": (with_def(KNOWN_WIDTHS_DEF), ok0, "test_stable_softmax__nine_columns", ""),
+        "few_dims/00_welcome.ipynb": (with_def(FEW_DIMS_DEF), ok0, "[instructor test extra_cases.py]", ""),
         "carol.ipynb": ("{not json", row, "invalid JSON", ""),
         "dave/00_welcome.ipynb": ("", {"stable_softmax": ("unreadable", 0)}, "empty file", ""),
         "erin.ipynb": (json.dumps([1, 2, 3]), row, "not a notebook", ""),
