@@ -76,3 +76,25 @@ def test_notebooks_are_committed_executed_without_errors(path):
     code = [c for c in read(path).cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in code if c.source.strip()), "commit notebooks executed"
     assert not [c for c in code if any(o.get("output_type") == "error" for o in c.outputs)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_rebinds_an_exercise_name(path):
+    """Importing the reference under the exercise's own name would make a re-run check grade the
+    reference instead of the student's function: use the module (`positions.rope_rotate`)."""
+    nb = read(path)
+    names = {EXERCISES[n].expected_name for n in nb.metadata.get("course", {}).get("exercises", {}) if n in EXERCISES}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or has_solution(cell.source):
+            continue
+        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(source)):
+            bound = []
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound = [alias.asname or alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                bound = [node.name]
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound = [node.id]
+            clash = set(bound) & names
+            assert not clash, f"cell {index} rebinds the exercise name(s) {sorted(clash)}"
