@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 
 from course_utils.attention import pattern_entropy, random_scores
 from course_utils.softmax import softmax
-from course_utils.viz.drawing import redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
 
 def plot_pattern(ax, pattern, tokens: Sequence[str], title: str | None = None, annotate: bool = True):
@@ -88,7 +88,7 @@ def dk_saturation_viewer(tokens: Sequence[str], d_k: int = 64, seed: int = 0) ->
             value = slider.value
             scaled, unscaled = _patterns(len(tokens), value, seed)
             readout.value = dk_readout(value, scaled, unscaled)
-            fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+            fig, axes = new_figure((9, 4), 1, 2)
             plot_pattern(axes[0], scaled, tokens, f"scaled: softmax(q·k / √{value})")
             plot_pattern(axes[1], unscaled, tokens, "unscaled: softmax(q·k)")
             fig.tight_layout()

@@ -5,6 +5,11 @@ pyplot's state is global, and interleaved drawing can send a blank figure or a s
 ``with redraw_lock():`` serialises a whole callback: read the controls, compute, draw. Because the
 controls are read inside the lock, the callback that runs last always shows the final state.
 ``show_figure(output, fig)`` puts a figure into an ``Output`` widget and closes it.
+
+Widget figures are made with ``new_figure`` (a bare ``matplotlib.figure.Figure``), never with
+pyplot: ipykernel 7 can run a widget callback on a subshell thread while matplotlib-inline's
+``flush_figures`` hook (after every comm message) closes *every* pyplot figure, which can blank a
+figure another thread is still drawing. A figure pyplot does not know about cannot be flushed.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import threading
 
 import matplotlib.pyplot as plt
 from IPython.display import display
+from matplotlib.figure import Figure
 
 _LOCK = threading.RLock()
 
@@ -20,6 +26,12 @@ _LOCK = threading.RLock()
 def redraw_lock() -> threading.RLock:
     """The shared re-entrant lock: ``with redraw_lock(): ...``."""
     return _LOCK
+
+
+def new_figure(figsize: tuple[float, float], nrows: int = 1, ncols: int = 1, **subplot_kw):
+    """A figure outside pyplot's registry: ``fig, ax = new_figure((5, 4))`` (axes as ``plt.subplots`` gives them)."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **subplot_kw)
 
 
 def show_figure(output, fig) -> None:

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from course_utils.viz.attention import plot_pattern
-from course_utils.viz.drawing import redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
 
 def viewer_readout(patterns: Sequence[torch.Tensor], tokens: Sequence[str], layer: int, head: int, query: int,
@@ -52,7 +52,7 @@ def plot_heads(patterns: Sequence[torch.Tensor], tokens: Sequence[str], scores: 
 
 def plot_head(pattern: torch.Tensor, tokens: Sequence[str], layer: int, head: int, query: int):
     """One head's (q_pos, k_pos) pattern with the chosen query's row marked."""
-    fig, ax = plt.subplots(figsize=(5, 4.4))
+    fig, ax = new_figure((5, 4.4))
     plot_pattern(ax, pattern, tokens, title=f"layer {layer}, head {head}", annotate=False)
     ax.axhline(query, color="orange", lw=1)
     fig.tight_layout()

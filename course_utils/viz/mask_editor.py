@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Sequence
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
+from matplotlib.patches import Rectangle
 import torch
 
 from course_utils import masking
 from course_utils.softmax import masked_softmax
 from course_utils.viz.attention import plot_pattern
-from course_utils.viz.drawing import redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
 PRESETS = ("causal", "padding", "sliding window", "prefix-LM", "block-diagonal documents", "all")
 
@@ -57,13 +57,13 @@ def mask_readout(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str
 
 def plot_masked_pattern(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str]):
     """The pattern as a heatmap with blocked cells crossed out and empty rows outlined in red."""
-    fig, ax = plt.subplots(figsize=(4.8, 4.2))
+    fig, ax = new_figure((4.8, 4.2))
     plot_pattern(ax, pattern, tokens, title="attention pattern (× = masked)", annotate=False)
     for (i, j), weight in zip(torch.cartesian_prod(torch.arange(len(tokens)), torch.arange(len(tokens))).tolist(), pattern.flatten().tolist()):
         label, colour = (f"{weight:.2f}", "white" if weight > 0.6 else "black") if mask[i, j] else ("×", "grey")
         ax.text(j, i, label, ha="center", va="center", fontsize=7, color=colour)
     for i in masking.fully_masked_rows(mask).nonzero().flatten().tolist():
-        ax.add_patch(plt.Rectangle((-0.5, i - 0.5), len(tokens), 1, fill=False, edgecolor="red", lw=2))
+        ax.add_patch(Rectangle((-0.5, i - 0.5), len(tokens), 1, fill=False, edgecolor="red", lw=2))
     fig.tight_layout()
     return fig
 

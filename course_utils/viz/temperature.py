@@ -15,11 +15,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import torch
 
 from course_utils import sampling
-from course_utils.viz.drawing import redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
 DEFAULT_TOKENS = ("CAT", "DOG", "IS", "LOVELY")
 DEFAULT_LOGITS = (6.2, 4.9, 2.1, 1.0)
@@ -48,7 +47,7 @@ def temperature_readout(tokens: Sequence[str], state: dict) -> str:
 
 def plot_temperature(tokens: Sequence[str], state: dict):
     """Bars of probabilities beside the share of samples drawn for each token."""
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig, ax = new_figure((6, 3))
     xs = torch.arange(len(tokens)).numpy()
     ax.bar(xs - 0.2, state["probs"].double().numpy(), width=0.4, label="probability")
     ax.bar(xs + 0.2, state["sample_share"].numpy(), width=0.4, label=f"share of {state['n_samples']} samples")
