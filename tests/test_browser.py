@@ -624,19 +624,12 @@ def test_head_viewer_switches_heads_and_queries(browser):
     browser.assert_offline()
 
 
-HEAD_VIEWER_RACE = (
-    "known bug (requests_browser.md): JupyterLab 4.6 + ipykernel 7 handle widget messages on a kernel "
-    "subshell thread whose post_execute runs matplotlib-inline's flush_figures, which draws and closes the "
-    "pyplot figure the viewer is still drawing on the main thread -> a blank heatmap; fix: build widget "
-    "figures with matplotlib.figure.Figure instead of plt.subplots"
-)
-
-
 @pytest.mark.browser
-@pytest.mark.xfail(reason=HEAD_VIEWER_RACE, strict=False)  # remove once the widgets draw without pyplot
 def test_head_viewer_quick_inputs_leave_a_drawn_figure(browser):
     """Head, layer and query changed in quick succession, three times: the final heatmap is drawn
-    and the readout shows the final choice (fails about one run in three while the bug is open)."""
+    and the readout shows the final choice. (With pyplot figures this failed 3 runs in 4: on JupyterLab
+    4.6 + ipykernel 7, matplotlib-inline's flush_figures on a kernel subshell drew and closed the
+    figure mid-draw; the widgets now build their figures outside pyplot.)"""
     page = browser.notebook(MULTIHEAD)
     root = page.locator(".course-attention-viewer").filter(has=page.locator(".course-head")).first
     root.scroll_into_view_if_needed()
