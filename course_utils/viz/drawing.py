@@ -14,10 +14,11 @@ figure another thread is still drawing. A figure pyplot does not know about cann
 
 from __future__ import annotations
 
+import io
 import threading
 
 import matplotlib.pyplot as plt
-from IPython.display import display
+from IPython.display import Image, display
 from matplotlib.figure import Figure
 
 _LOCK = threading.RLock()
@@ -35,8 +36,14 @@ def new_figure(figsize: tuple[float, float], nrows: int = 1, ncols: int = 1, **s
 
 
 def show_figure(output, fig) -> None:
-    """Replace ``output``'s contents with ``fig``, then close the figure (never ``plt.show()``)."""
+    """Replace ``output``'s contents with ``fig`` as a PNG, then close the figure (never ``plt.show()``).
+
+    The PNG is rendered here rather than left to IPython's display formatter, which only knows
+    about figures once the inline backend is active (it is not, if no pyplot figure came first).
+    """
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=fig.get_dpi())
     with output:
         output.clear_output(wait=True)
-        display(fig)
-    plt.close(fig)
+        display(Image(data=buffer.getvalue(), format="png"))
+    plt.close(fig)  # a no-op for new_figure() figures, which pyplot never held
