@@ -48,19 +48,24 @@ def count_pairs(words: Words) -> dict[Pair, int]:
 
 def merge_pair(words: Words, pair: Pair) -> Words:
     """Join every left-to-right occurrence of ``pair``: ``{('a','a','a'): 1}``, ('a','a') -> ``{('aa','a'): 1}``."""
-    a, b = pair
     out: dict[tuple, int] = Counter()
     for symbols, count in words.items():
-        merged, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
-                merged.append(a + b)
-                i += 2
-            else:
-                merged.append(symbols[i])
-                i += 1
-        out[tuple(merged)] += count
+        out[tuple(_join_pair(symbols, pair))] += count
     return dict(out)
+
+
+def _join_pair(symbols, pair: Pair) -> list[str]:
+    """``_join_pair(['l','o','w'], ('l','o'))`` -> ``['lo', 'w']`` (every left-to-right occurrence)."""
+    a, b = pair
+    merged, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+            merged.append(a + b)
+            i += 2
+        else:
+            merged.append(symbols[i])
+            i += 1
+    return merged
 
 
 def best_pair(pair_counts: dict[Pair, int]) -> Pair:
@@ -98,16 +103,8 @@ def training_steps(word_counts: dict[str, int], n_merges: int) -> list[tuple[Pai
 def encode_word(word: str, merges: list[Pair]) -> list[str]:
     """Replay merges in learned order: ``encode_word("lowest", train_bpe(WORKED_CORPUS, 5))`` -> ``['low', 'est</w>']``."""
     symbols = list(split_word(word))
-    for a, b in merges:
-        i, merged = 0, []
-        while i < len(symbols):
-            if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
-                merged.append(a + b)
-                i += 2
-            else:
-                merged.append(symbols[i])
-                i += 1
-        symbols = merged
+    for pair in merges:
+        symbols = _join_pair(symbols, pair)
     return symbols
 
 
