@@ -57,6 +57,7 @@ class AngleStats:
 
 
 def _check_vectors(vectors) -> Tensor:
+    """Validate a (n, d) batch of at least two finite non-zero vectors; return their norms (n,)."""
     if not isinstance(vectors, Tensor):
         raise TypeError(f"vectors must be a torch.Tensor of shape (n, d), got {type(vectors).__name__}")
     if vectors.ndim != 2:
@@ -67,33 +68,35 @@ def _check_vectors(vectors) -> Tensor:
         raise ValueError("vectors must have at least one dimension (column)")
     if not vectors.is_floating_point():
         raise TypeError(f"vectors must be floating point, got dtype {vectors.dtype}")
-    if not torch.isfinite(vectors).all():
+    norms = vectors.norm(dim=1)  # NaN or inf anywhere in a row makes its norm non-finite
+    if not torch.isfinite(norms).all():
         raise ValueError("vectors must be finite (found NaN or inf)")
-    norms = vectors.norm(dim=1, keepdim=True)
     if (norms == 0).any():
         raise ValueError("vectors must be non-zero: a zero vector has no direction")
-    return vectors / norms
+    return norms
 
 
 def pairwise_angle_stats(vectors: Float[Tensor, "n d"], chunk_size: int = 512, bins: int = 1800,
                          progress: bool = False) -> AngleStats:
     """Angle statistics over all n(n−1)/2 pairs, computed a block of rows at a time on ``vectors.device``.
 
-    Rows are normalised first. Block i compares rows i:i+chunk with rows i: only (the upper
-    triangle), so memory is O(chunk · n) and half the full Gram matrix's work is skipped.
+    Block i compares rows i:i+chunk with rows i: only (the upper triangle), dividing each dot product
+    by the two norms, so the extra memory is O(chunk · n) (no normalised copy of the input) and
+    half the full Gram matrix's work is skipped.
     ``pairwise_angle_stats(torch.eye(3)).max_deviation_deg`` -> ``0.0`` (all pairs perpendicular).
     """
-    unit = _check_vectors(vectors)
+    norms = _check_vectors(vectors)
     chunk_size, bins = _check_int("chunk_size", chunk_size, 1), _check_int("bins", bins, 1)
-    n, d = unit.shape
-    sum_sq = torch.zeros((), dtype=torch.float64, device=unit.device)
-    sum_abs = torch.zeros((), dtype=torch.float64, device=unit.device)
-    max_abs_cos = torch.zeros((), dtype=unit.dtype, device=unit.device)
-    counts = torch.zeros(bins, dtype=torch.float64, device=unit.device)
+    n, d = vectors.shape
+    sum_sq = torch.zeros((), dtype=torch.float64, device=vectors.device)
+    sum_abs = torch.zeros((), dtype=torch.float64, device=vectors.device)
+    max_abs_cos = torch.zeros((), dtype=vectors.dtype, device=vectors.device)
+    counts = torch.zeros(bins, dtype=torch.float64, device=vectors.device)
     for start in tqdm(range(0, n - 1, chunk_size), desc=f"pairs (d={d})", disable=not progress, leave=False):
         stop = min(start + chunk_size, n)
-        block = unit[start:stop] @ unit[start:].T  # (chunk, n - start): rows i, columns j >= start
-        i, j = torch.triu_indices(stop - start, stop - start, offset=1, device=unit.device)
+        block = vectors[start:stop] @ vectors[start:].T  # (chunk, n - start): rows i, columns j >= start
+        block /= norms[start:stop, None] * norms[None, start:]  # cosines
+        i, j = torch.triu_indices(stop - start, stop - start, offset=1, device=vectors.device)
         for cos in (block[i, j], block[:, stop - start:].reshape(-1)):  # pairs inside the block, then to its right
             if not cos.numel():
                 continue
@@ -120,7 +123,7 @@ def angle_deviation_summary(vectors: Float[Tensor, "n d"]) -> Float[Tensor, "2"]
 
     ``angle_deviation_summary(torch.tensor([[1., 0.], [1., 1.]]))`` -> ``[45., 45.]``.
     """
-    unit = _check_vectors(vectors)
+    unit = vectors / _check_vectors(vectors)[:, None]
     n = unit.shape[0]
     cos = (unit @ unit.T).clamp(-1.0, 1.0)  # (n, n)
     i, j = torch.triu_indices(n, n, offset=1, device=unit.device)
