@@ -1,13 +1,21 @@
-"""Checks for notebook 02 (embeddings and positions): embedding lookup, sinusoidal encoding, RoPE."""
+"""Checks for notebook 02 (embeddings and positions): embedding lookup, sinusoidal encoding, RoPE.
+
+Each exercise has its cases, a bank of typical mistakes (each with its hint), a bank of accepted
+alternatives (correct answers written differently, which must pass) and progressive hints. The
+required forms are stated in the notebook before each exercise: rows of ``W_E`` (not columns),
+sine in even and cosine in odd dimensions with positions from 0, and RoPE pairs of neighbouring
+features (the interleaved layout).
+"""
 
 from __future__ import annotations
 
 import torch
 
-from course_utils.checks.core import Case, Exercise, Mistake, Property
+from course_utils.checks import _embeddings_positions_banks as bank
+from course_utils.checks.core import Alternative, Case, Exercise, Mistake, Property
 from course_utils.embeddings import embed
 from course_utils.positions import rope_rotate as _rope_reference
-from course_utils.positions import sinusoid_frequencies, sinusoidal_encoding as _sinusoidal_reference
+from course_utils.positions import sinusoidal_encoding as _sinusoidal_reference
 
 
 # -- embedding lookup ----------------------------------------------------------------------------
@@ -29,31 +37,32 @@ def _lookup_cases(seed: int) -> list[Case]:
     ]
 
 
-def _lookup_columns(token_ids, W_E):
-    return W_E.T[token_ids % W_E.shape[1]]
-
-
-def _lookup_one_based(token_ids, W_E):
-    return W_E[token_ids - 1]
-
-
-def _lookup_unique(token_ids, W_E):
-    return W_E[token_ids.unique()]
-
-
 EMBEDDING_LOOKUP = Exercise(
     name="embedding_lookup",
     reference=embedding_lookup,
     cases=_lookup_cases,
+    tolerance="exact",
     properties=[Property("one row per id", lambda case, out: tuple(out.shape) == (*case.args[0].shape, case.args[1].shape[1]),
                          "the output should have shape (*token_ids.shape, d_model): one row of W_E per id")],
     mistakes=[
-        Mistake("reads columns", _lookup_columns,
-                "you read columns of W_E: in this course W_E is (d_vocab, d_model), so a token id picks a ROW, W_E[token_ids]"),
-        Mistake("one-based ids", _lookup_one_based,
+        Mistake("reads columns", bank.lookup_columns,
+                "you read columns of W_E: in this course W_E is (d_vocab, d_model), so a token id picks a ROW"),
+        Mistake("one-based ids", bank.lookup_one_based,
                 "you shifted the ids by one: ids start at 0, so id 0 is row 0 of W_E"),
-        Mistake("unique ids", _lookup_unique,
+        Mistake("unique ids", bank.lookup_unique,
                 "you dropped repeated ids or reordered them: every token gets its row, in order, repeats included"),
+    ],
+    alternatives=[
+        Alternative("F.embedding", bank.lookup_f_embedding),
+        Alternative("index_select and reshape", bank.lookup_index_select),
+        Alternative("one-hot matrix product", bank.lookup_one_hot),
+        Alternative("a Python loop", bank.lookup_loop),
+        Alternative("nn.Embedding.from_pretrained", bank.lookup_module),
+    ],
+    hints=[
+        "A token id is a row number: the answer is the rows of W_E whose numbers are in token_ids, in the same order.",
+        "Indexing a tensor with an integer tensor picks one slice along the first dimension per index and keeps "
+        "the index tensor's shape in front, so no loop or reshape is needed.",
     ],
 )
 
@@ -70,46 +79,37 @@ def _sinusoidal_cases(seed: int) -> list[Case]:
             Case("n_ctx = 50, d_model = 64", (50, 64))]
 
 
-def _table(n_ctx, d_model, exponent, first, second, start=0):
-    angles = torch.arange(start, start + n_ctx, dtype=torch.float64)[:, None] * exponent  # (n_ctx, d_model // 2)
-    pe = torch.stack([first(angles), second(angles)], dim=-1)  # (n_ctx, d_model // 2, 2)
-    return pe.reshape(n_ctx, d_model).float()
-
-
-def _sin_cos_swapped(n_ctx, d_model):
-    return _table(n_ctx, d_model, sinusoid_frequencies(d_model), torch.cos, torch.sin)
-
-
-def _exponent_per_dimension(n_ctx, d_model):
-    j = torch.arange(d_model, dtype=torch.float64)
-    angles = torch.arange(n_ctx, dtype=torch.float64)[:, None] / 10000 ** (j / d_model)  # (n_ctx, d_model)
-    return torch.where(j.long() % 2 == 0, angles.sin(), angles.cos()).float()
-
-
-def _halves_not_interleaved(n_ctx, d_model):
-    angles = torch.arange(n_ctx, dtype=torch.float64)[:, None] * sinusoid_frequencies(d_model)
-    return torch.cat([angles.sin(), angles.cos()], dim=-1).float()  # (n_ctx, d_model)
-
-
-def _positions_from_one(n_ctx, d_model):
-    return _table(n_ctx, d_model, sinusoid_frequencies(d_model), torch.sin, torch.cos, start=1)
-
-
 SINUSOIDAL_ENCODING = Exercise(
     name="sinusoidal_encoding",
     reference=sinusoidal_encoding,
     cases=_sinusoidal_cases,
-    properties=[Property("values in [-1, 1]", lambda case, out: bool((out.abs() <= 1 + 1e-6).all()),
+    properties=[Property("values in [-1, 1]", lambda case, out: bool((torch.as_tensor(out).abs() <= 1 + 1e-6).all()),
                          "every entry is a sine or cosine, so it must lie in [-1, 1]")],
     mistakes=[
-        Mistake("sin and cos swapped", _sin_cos_swapped,
+        Mistake("sin and cos swapped", bank.sin_cos_swapped,
                 "sine and cosine are swapped: even dimensions (0, 2, ...) hold the sine, odd ones the cosine"),
-        Mistake("exponent per dimension", _exponent_per_dimension,
+        Mistake("exponent per dimension", bank.exponent_per_dimension,
                 "each sine/cosine PAIR shares one wavelength: the exponent is 2i/d_model with i the pair index, not the dimension index"),
-        Mistake("halves", _halves_not_interleaved,
+        Mistake("halves", bank.halves_not_interleaved,
                 "you put all the sines first and all the cosines after: this exercise interleaves them (sin, cos, sin, cos, ...)"),
-        Mistake("positions from 1", _positions_from_one,
+        Mistake("positions from 1", bank.positions_from_one,
                 "positions start at 0: row 0 of the table is sin(0) = 0 and cos(0) = 1"),
+        Mistake("multiplies by the divisor", bank.multiplies_by_the_divisor,
+                "the angle is pos DIVIDED by 10000^(2i/d_model): later pairs must turn more slowly, not faster"),
+    ],
+    alternatives=[
+        Alternative("float32 throughout, pos / 10000 ** (2i / d)", bank.sinusoidal_float32_power),
+        Alternative("torch.pow and stack/flatten", bank.sinusoidal_torch_pow),
+        Alternative("exp(-log(10000) · 2i / d) divisors", bank.sinusoidal_exp_log),
+        Alternative("NumPy with Python loops", bank.sinusoidal_numpy_loops),
+    ],
+    hints=[
+        "Work with pairs: pair i (dimensions 2i and 2i + 1) has one angle per position, pos divided by "
+        "10000 raised to 2i/d_model. Build that (n_ctx, d_model/2) grid of angles first, by broadcasting a "
+        "column of positions against a row of divisors.",
+        "Fill the even columns with the sine of the angle grid and the odd columns with its cosine (strided "
+        "slicing with a step of 2 selects them), or stack sine and cosine on a new last axis and flatten it. "
+        "Positions count from 0, and the result should be float32.",
     ],
 )
 
@@ -129,33 +129,9 @@ def _rope_cases(seed: int) -> list[Case]:
     ]
 
 
-def _rope_with(x, sign=1.0, same_freq=False, halves=False):
-    d, n = x.shape[-1], x.shape[-2]
-    freqs = torch.ones(d // 2, dtype=torch.float64) if same_freq else sinusoid_frequencies(d)
-    angles = sign * torch.arange(n, dtype=torch.float64)[:, None] * freqs  # (pos, d // 2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    if halves:
-        a, b = x[..., : d // 2], x[..., d // 2:]
-        return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
-    a, b = x[..., 0::2], x[..., 1::2]
-    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).reshape(x.shape)
-
-
-def _rope_backwards(x):
-    return _rope_with(x, sign=-1.0)
-
-
-def _rope_one_frequency(x):
-    return _rope_with(x, same_freq=True)
-
-
-def _rope_halves(x):
-    return _rope_with(x, halves=True)
-
-
 def _keeps_length(case: Case, out) -> bool:
     x = case.args[0]
-    return bool(torch.allclose(out.double().norm(dim=-1), x.double().norm(dim=-1), rtol=1e-4, atol=1e-5))
+    return bool(torch.allclose(torch.as_tensor(out).double().norm(dim=-1), x.double().norm(dim=-1), rtol=1e-4, atol=1e-5))
 
 
 ROPE_ROTATE = Exercise(
@@ -165,12 +141,28 @@ ROPE_ROTATE = Exercise(
     properties=[Property("keeps each row's length", _keeps_length,
                          "a rotation never changes a vector's length: check your cos/sin pairing")],
     mistakes=[
-        Mistake("rotates backwards", _rope_backwards,
+        Mistake("rotates backwards", bank.rope_backwards,
                 "you rotate clockwise: the new pair is (a·cos − b·sin, a·sin + b·cos) for angle pos × frequency"),
-        Mistake("one frequency", _rope_one_frequency,
+        Mistake("one frequency", bank.rope_one_frequency,
                 "every pair turns at the same speed: pair i turns at 1 / 10000^(2i/d_head) radians per position"),
-        Mistake("half-split pairs", _rope_halves,
-                "you paired dimension i with i + d_head/2 (the Llama layout): here pairs are neighbours, (0, 1), (2, 3), ..."),
+        Mistake("half-split pairs", bank.rope_halves,
+                "you paired dimension i with i + d_head/2 (the Llama layout): this exercise pairs neighbours, (0, 1), (2, 3), ..."),
+        Mistake("exponent i/d_head", bank.rope_exponent_without_two,
+                "the exponent is 2i/d_head (i the pair index, so it runs over 0, 2, 4, ... / d_head), not i/d_head"),
+    ],
+    alternatives=[
+        Alternative("float32 angles", bank.rope_float32_angles),
+        Alternative("complex multiplication", bank.rope_complex),
+        Alternative("rotate-half with repeated cos/sin", bank.rope_rotate_half),
+        Alternative("einsum with 2 × 2 rotation matrices", bank.rope_rotation_matrices),
+    ],
+    hints=[
+        "Treat each neighbouring pair of features as a point in the plane and turn it by an angle that is the "
+        "row's position times that pair's speed; the speeds are the sinusoidal table's, with d_head in place "
+        "of d_model.",
+        "Build a (pos, d_head/2) grid of angles, take its cosine and sine, split x into its even-indexed and "
+        "odd-indexed features (a and b), form the two rotated components, and put them back in the same "
+        "interleaved order. Broadcasting handles any leading batch and head dimensions.",
     ],
 )
 
