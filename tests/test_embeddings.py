@@ -185,3 +185,15 @@ def test_bad_input():
         TokenEmbedding(0, 4)
     with pytest.raises(ValueError, match="init_std must be a positive number"):
         TokenEmbedding(4, 4, init_std=0)
+
+
+@pytest.mark.gpu
+def test_tied_logits_and_new_rows_follow_the_device():
+    W_E = _table(dtype=torch.float32).cuda()
+    x = torch.randn(3, 5, device="cuda")
+    logits = tied_logits(x, W_E)
+    assert logits.device.type == "cuda"
+    torch.testing.assert_close(logits.cpu(), tied_logits(x.cpu(), W_E.cpu()), rtol=1e-5, atol=1e-5)
+    grown = add_token_rows(W_E, 2)
+    assert grown.device.type == "cuda" and torch.equal(grown[:11], W_E)
+    assert changed_rows(W_E, W_E * 1) == []

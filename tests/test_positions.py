@@ -162,3 +162,15 @@ def test_bad_input():
         rope_rotate(torch.zeros(3, 4), torch.tensor([0, 1]))
     with pytest.raises(TypeError, match="floating-point"):
         rope_rotate(torch.zeros(3, 4, dtype=torch.int64))
+
+
+@pytest.mark.gpu
+def test_rope_layouts_and_closest_positions_follow_the_device():
+    x = torch.randn(2, 6, 8, generator=torch.Generator().manual_seed(7))
+    order = halves_order(8)
+    for layout, inp in (("interleaved", x), ("halves", x[..., order])):
+        gpu = rope_rotate(inp.cuda(), layout=layout)
+        assert gpu.device.type == "cuda"
+        torch.testing.assert_close(gpu.cpu(), rope_rotate(inp, layout=layout), rtol=1e-5, atol=1e-5)
+    pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
+    assert closest_positions(pe.cuda())[1:] == closest_positions(pe)[1:]
