@@ -197,3 +197,22 @@ def test_tied_logits_and_new_rows_follow_the_device():
     grown = add_token_rows(W_E, 2)
     assert grown.device.type == "cuda" and torch.equal(grown[:11], W_E)
     assert changed_rows(W_E, W_E * 1) == []
+
+
+def test_one_fixed_row_per_token_whatever_the_sense():
+    real = pytest.importorskip("course_utils.tokenisation.real")
+    tokenizer = real.tiktoken_encoding("gpt2")  # read from installed files, offline
+    W_E = torch.randn(tokenizer.n_vocab, 4, generator=torch.Generator().manual_seed(8))
+    (bank,) = tokenizer.encode(" bank")
+    river, loan = tokenizer.encode("We sat on the river bank."), tokenizer.encode("The bank approved the loan.")
+    assert bank in river and bank in loan
+    torch.testing.assert_close(embed(torch.tensor(river), W_E)[river.index(bank)],
+                               embed(torch.tensor(loan), W_E)[loan.index(bank)], rtol=0, atol=0)
+
+
+def test_gpt3_embedding_size_from_the_seed():
+    # the seed's count: 50,257 × 12,288 = 617,558,016 (GPT-3 reuses GPT-2's vocabulary)
+    real = pytest.importorskip("course_utils.tokenisation.real")
+    with torch.device("meta"):
+        layer = TokenEmbedding(d_vocab=real.tiktoken_encoding("gpt2").n_vocab, d_model=12288)
+    assert sum(p.numel() for p in layer.parameters()) == 617_558_016

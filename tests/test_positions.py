@@ -174,3 +174,15 @@ def test_rope_layouts_and_closest_positions_follow_the_device():
         torch.testing.assert_close(gpu.cpu(), rope_rotate(inp, layout=layout), rtol=1e-5, atol=1e-5)
     pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
     assert closest_positions(pe.cuda())[1:] == closest_positions(pe)[1:]
+
+
+def test_your_cat_is_a_lovely_cat():
+    # the two CATs share their embedding but get different inputs once positions are added;
+    # the position rows depend only on position and d_model, never on the sentence
+    ids = torch.tensor([1, 5, 4, 2, 0, 5])  # YOUR CAT IS A LOVELY CAT
+    W_E = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    X = W_E[ids] + sinusoidal_encoding(6, 8, dtype=torch.float64)
+    assert torch.equal(W_E[ids][1], W_E[ids][5]) and not torch.allclose(X[1], X[5])
+    torch.testing.assert_close(sinusoidal_encoding(6, 8)[1], sinusoidal_encoding(4, 8)[1], rtol=0, atol=0)
+    with torch.device("meta"):
+        assert LearnedPositionEmbedding(n_ctx=2048, d_model=12288).W_pos.numel() == 2048 * 12288
