@@ -115,7 +115,7 @@ SDP_ATTENTION = Exercise(
         Alternative("F.scaled_dot_product_attention", bank.sdpa_fused),
     ],
     hints=[
-        "Three steps: the scaled scores (your previous exercise), a softmax that turns each query's row of scores "
+        "Three steps: the scaled scores (computed as in the previous exercise), a softmax that turns each query's row of scores "
         "into weights summing to 1, and a weighted sum of the value rows with those weights.",
         "The softmax runs over the keys, i.e. the last dimension of the scores. The weighted sum of value rows for "
         "every query at once is one more matrix product: (..., q_pos, k_pos) times (..., k_pos, d_v).",
@@ -183,7 +183,7 @@ ATTENTION_HEAD = Exercise(
     hints=[
         "In __init__, register four nn.Parameter tensors with the names and shapes the text gives (their starting "
         "values do not matter: the check overwrites them). In forward, make queries, keys and values from x.",
-        "forward is your sdp_attention on the head's own queries, keys and values (rows of x times each "
+        "forward computes scaled dot-product attention (as in the previous exercise) on the head's own queries, keys and values (rows of x times each "
         "d_model × d_head matrix), followed by one more product with W_O that takes each d_head-wide result "
         "back to d_model. Leading batch dimensions broadcast through every product.",
     ],
