@@ -56,6 +56,11 @@ def _calls() -> dict:
 
     return {
         "softmax.softmax": lambda: S.softmax(t(3, 4)),
+        "attention.attention_scores": lambda: A.attention_scores(t(2, 3, 4), t(2, 5, 4)),
+        "attention.attention_pattern": lambda: A.attention_pattern(t(2, 3, 4), t(2, 5, 4), mask(3, 5)),
+        "attention.scaled_dot_product_attention": lambda: A.scaled_dot_product_attention(t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), mask(3, 5)),
+        "attention.AttentionHead": module_call("attention.AttentionHead", 8, 2, x=t(3, 8)),
+        "multihead.MultiHeadAttention": module_call("multihead.MultiHeadAttention", 8, 2, x=t(2, 3, 8)),
         "softmax.masked_softmax": lambda: S.masked_softmax(t(3, 4), mask(3, 4)),
         "softmax.masked_softmax_": lambda: S.masked_softmax_(t(3, 4), mask(3, 4)),
         "attention.pattern_entropy": lambda: A.pattern_entropy(t(3, 4)),
@@ -78,8 +83,6 @@ def _calls() -> dict:
 # Public callables that cannot run on meta today, and why. Shrinking this table is the work left
 # for the validation layer (course_utils/validate.py skips value checks on meta).
 NOT_ON_META = {
-    **{f"attention.{n}": "q/k/v are checked for NaN/inf with .item() (to move onto validate.float_tensor)"
-       for n in ("attention_scores", "attention_pattern", "scaled_dot_product_attention", "AttentionHead")},
     "attention.random_scores": "builds seeded CPU data from a torch.Generator (no tensor input to follow)",
     "attention.saturation_stats": "returns Python floats computed from seeded CPU data",
     **{f"embeddings.{n}": "token ids are range-checked with .item() (to move onto validate.index_tensor)"
@@ -89,7 +92,6 @@ NOT_ON_META = {
                  "next_token_distribution", "entropy")},
     "sampling.sample_next_token": "draws random numbers: needs data",
     "sampling.sample_counts": "draws random numbers: needs data",
-    "multihead.MultiHeadAttention": "its attention checks q/k/v for NaN/inf with .item()",
     "multihead.to_torch_mha": "copies weights, needs data",
     "multihead.attention_cost": "arithmetic on Python ints, no tensors",
     "masking.padding_mask": "lengths are checked against n_ctx with .item()",
@@ -100,7 +102,7 @@ NOT_ON_META = {
     "positions.sinusoidal_encoding": "takes only ints: no input device to follow (callers move it)",
     "positions.shift_rotation": "takes only ints: no input device to follow",
     "induction.InductionConfig": "a dataclass of numbers",
-    "induction.AttentionOnlyTransformer": "its attention checks inputs for NaN/inf with .item()",
+    "induction.AttentionOnlyTransformer": "embeds token ids, which are range-checked with .item()",
     "induction.repeated_sequences": "builds seeded data from a torch.Generator",
     "induction.periodic_sequences": "builds seeded data from a torch.Generator",
     "induction.repeat_loss": "indexes by per-sequence periods (data-dependent gather)",
