@@ -26,6 +26,7 @@ from jaxtyping import Bool, Float
 from torch import Tensor, nn
 
 from course_utils.softmax import masked_softmax_
+from course_utils.validate import has_data
 
 IMPLS = ("reference", "fused")
 
@@ -44,7 +45,7 @@ def _check_tensor(name: str, x: object, layout: str) -> Tensor:
         raise ValueError(f"{name} must have shape {layout} (at least 2 dims), got shape {_shape(x)}")
     if x.shape[-2] == 0 or x.shape[-1] == 0:
         raise ValueError(f"{name} is empty: expected shape {layout} with positions and features > 0, got shape {_shape(x)}")
-    if not bool(torch.isfinite(x).all()):
+    if has_data(x) and not bool(torch.isfinite(x).all()):  # a meta tensor has shapes only
         raise ValueError(f"{name} contains NaN or inf (shape {_shape(x)}); attention needs finite inputs")
     return x
 
