@@ -129,5 +129,10 @@ def add_token_rows(W_E: Float[Tensor, "d_vocab d_model"], n_new: int, init_std: 
     _check_table(W_E)
     if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 1:
         raise ValueError(f"n_new must be a positive int (how many tokens to add), got {n_new!r}")
-    new = torch.randn(n_new, W_E.shape[1], generator=generator, dtype=W_E.dtype) * init_std  # (n_new, d_model)
+    if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not init_std > 0:
+        raise ValueError(f"init_std must be a positive number, got {init_std!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    where = generator.device if generator is not None else W_E.device  # draw where the generator lives
+    new = torch.randn(n_new, W_E.shape[1], generator=generator, dtype=W_E.dtype, device=where) * init_std  # (n_new, d_model)
     return torch.cat([W_E.detach(), new.to(W_E.device)])  # (d_vocab + n_new, d_model)

@@ -185,6 +185,10 @@ def test_bad_input():
         TokenEmbedding(0, 4)
     with pytest.raises(ValueError, match="init_std must be a positive number"):
         TokenEmbedding(4, 4, init_std=0)
+    with pytest.raises(ValueError, match="init_std must be a positive number"):
+        add_token_rows(W_E, 1, init_std=-1.0)
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        add_token_rows(W_E, 1, generator=0)
 
 
 @pytest.mark.gpu
