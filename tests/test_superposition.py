@@ -205,7 +205,7 @@ def test_sparse_autoencoder_recovers_the_superposed_features():
     represented = feature_norms(W) > 0.5
     sae = SparseAutoencoder(5, 40, seed=0)
     train_sparse_autoencoder(sae, hidden_activation_sampler(model, 0), steps=1000, batch_size=512, l1=0.1, seed=0)
-    best, found = recovered_features(W.T[represented], sae.directions().detach())
+    _, found = recovered_features(W.T[represented], sae.directions().detach())
     assert found.sum().item() >= represented.sum().item() - 1
     # a random dictionary of the same size does much worse
     _, found_random = recovered_features(W.T[represented], torch.randn(40, 5, generator=torch.Generator().manual_seed(0)))

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 
 from course_utils import mlp, superposition, toy_models
+from course_utils.checks._mlp_superposition_banks import (  # the mistakes and alternatives below
+    _angles_arcsin, _angles_loop_f32, _angles_mean_abs, _angles_pdist, _angles_radians, _angles_unnormalised,
+    _angles_with_diagonal, _dim_both_normalised, _dim_einsum, _dim_excludes_self, _dim_loop_f32,
+    _dim_norm_not_squared, _dim_quartic, _dim_wrong_axis, _gelu_builtin, _gelu_exact, _gelu_no_half,
+    _gelu_numpy_f32, _gelu_sigmoid, _gelu_square, _gelu_wrong_constant, _loss_einsum, _loss_f32_mse,
+    _loss_importance_squared, _loss_mean_features, _loss_no_importance, _loss_reordered, _loss_sum_batch,
+    _mlp_bias_after_act, _mlp_einsum, _mlp_exact_gelu, _mlp_float32_flat, _mlp_linear, _mlp_no_residual,
+    _mlp_relu, _toy_bias_after_relu, _toy_gram, _toy_loop_f32, _toy_matmul, _toy_no_bias, _toy_no_relu,
+    _welch_max, _welch_no_sqrt, _welch_numpy, _welch_numpy_no_case, _welch_swapped, _welch_torch,
+)
 from course_utils.checks.core import Alternative, Case, Exercise, Mistake
 
 F64 = torch.float64
@@ -22,6 +30,7 @@ def _gen(seed: int) -> torch.Generator:
 
 
 # -- the MLP with its residual --------------------------------------------------------------------
+
 def mlp_with_residual(x, W_in, b_in, W_out, b_out):
     """Reference: x + gelu_tanh(x @ W_in + b_in) @ W_out + b_out, at every position."""
     return x + mlp.mlp_forward(x, W_in, b_in, W_out, b_out, "gelu_tanh")
@@ -41,38 +50,6 @@ def _mlp_cases(seed: int) -> list[Case]:
         b_out = torch.randn(d_model, generator=gen, dtype=F64)
         cases.append(Case(label, (x, W_in, b_in, W_out, b_out)))
     return cases
-
-
-def _mlp_no_residual(x, W_in, b_in, W_out, b_out):
-    return mlp.gelu_tanh(x @ W_in + b_in) @ W_out + b_out
-
-
-def _mlp_exact_gelu(x, W_in, b_in, W_out, b_out):
-    return x + F.gelu(x @ W_in + b_in) @ W_out + b_out
-
-
-def _mlp_relu(x, W_in, b_in, W_out, b_out):
-    return x + torch.relu(x @ W_in + b_in) @ W_out + b_out
-
-
-def _mlp_bias_after_act(x, W_in, b_in, W_out, b_out):
-    return x + (mlp.gelu_tanh(x @ W_in) + b_in) @ W_out + b_out
-
-
-def _mlp_einsum(x, W_in, b_in, W_out, b_out):
-    hidden = F.gelu(torch.einsum("...d,dm->...m", x, W_in) + b_in, approximate="tanh")
-    return x + torch.einsum("...m,md->...d", hidden, W_out) + b_out
-
-
-def _mlp_linear(x, W_in, b_in, W_out, b_out):
-    return x + F.linear(F.gelu(F.linear(x, W_in.T, b_in), approximate="tanh"), W_out.T, b_out)
-
-
-def _mlp_float32_flat(x, W_in, b_in, W_out, b_out):
-    flat = x.float().reshape(-1, x.shape[-1])  # (batch * pos, d_model)
-    hidden = torch.addmm(b_in.float(), flat, W_in.float())
-    out = torch.addmm(b_out.float(), F.gelu(hidden, approximate="tanh"), W_out.float())
-    return (flat + out).reshape(x.shape)
 
 
 MLP_WITH_RESIDUAL = Exercise(
@@ -97,6 +74,7 @@ MLP_WITH_RESIDUAL = Exercise(
 
 
 # -- tanh-approximate GELU ------------------------------------------------------------------------
+
 def gelu_tanh(x):
     """Reference: 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))."""
     return mlp.gelu_tanh(x)
@@ -106,35 +84,6 @@ def _gelu_cases(seed: int) -> list[Case]:
     gen = _gen(seed)
     return [Case("x = 201 points from −6 to 6", (torch.linspace(-6, 6, 201, dtype=F64),)),
             Case("x of shape (3, 4, 5), standard normal × 2", (2 * torch.randn(3, 4, 5, generator=gen, dtype=F64),))]
-
-
-def _gelu_wrong_constant(x):
-    return 0.5 * x * (1 + torch.tanh(math.sqrt(math.pi / 2) * (x + 0.044715 * x**3)))
-
-
-def _gelu_no_half(x):
-    return x * (1 + torch.tanh(_C * (x + 0.044715 * x**3)))
-
-
-def _gelu_square(x):
-    return 0.5 * x * (1 + torch.tanh(_C * (x + 0.044715 * x**2)))
-
-
-def _gelu_exact(x):
-    return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
-
-
-def _gelu_sigmoid(x):
-    return x * torch.sigmoid(2 * _C * (x + 0.044715 * x.pow(3)))
-
-
-def _gelu_builtin(x):
-    return F.gelu(x, approximate="tanh")
-
-
-def _gelu_numpy_f32(x):
-    a = x.numpy().astype(np.float32)
-    return torch.from_numpy(0.5 * a * (1 + np.tanh(np.float32(_C) * (a + np.float32(0.044715) * a * a * a))))
 
 
 GELU_TANH = Exercise(
@@ -155,6 +104,7 @@ GELU_TANH = Exercise(
 
 
 # -- angle statistics -----------------------------------------------------------------------------
+
 def angle_deviation_summary(vectors):
     """Reference: [RMS, max] of |angle − 90°| in degrees over all pairs i < j."""
     return superposition.angle_deviation_summary(vectors)
@@ -167,52 +117,6 @@ def _angle_cases(seed: int) -> list[Case]:
         v = torch.randn(n, d, generator=gen, dtype=F64) * (0.5 + 3 * torch.rand(n, 1, generator=gen, dtype=F64))  # not unit length
         cases.append(Case(f"{n} vectors in {d} dimensions (not unit length)", (v,)))
     return cases
-
-
-def _unit(v):
-    return v / v.norm(dim=1, keepdim=True)
-
-
-def _angles_with_diagonal(v):
-    dev = torch.rad2deg(torch.arccos((_unit(v) @ _unit(v).T).clamp(-1, 1))) - 90
-    return torch.stack([dev.square().mean().sqrt(), dev.abs().max()])
-
-
-def _angles_unnormalised(v):
-    i, j = torch.triu_indices(len(v), len(v), 1)
-    dev = torch.rad2deg(torch.arccos((v @ v.T)[i, j])) - 90
-    return torch.stack([dev.square().mean().sqrt(), dev.abs().max()])
-
-
-def _angles_radians(v):
-    i, j = torch.triu_indices(len(v), len(v), 1)
-    dev = torch.arccos((_unit(v) @ _unit(v).T)[i, j].clamp(-1, 1)) - math.pi / 2
-    return torch.stack([dev.square().mean().sqrt(), dev.abs().max()])
-
-
-def _angles_mean_abs(v):
-    i, j = torch.triu_indices(len(v), len(v), 1)
-    dev = torch.rad2deg(torch.arccos((_unit(v) @ _unit(v).T)[i, j].clamp(-1, 1))) - 90
-    return torch.stack([dev.abs().mean(), dev.abs().max()])
-
-
-def _angles_arcsin(v):
-    cos = F.normalize(v, dim=1) @ F.normalize(v, dim=1).T
-    dev = torch.rad2deg(torch.asin(cos[torch.ones_like(cos, dtype=torch.bool).triu(1)]))
-    return torch.stack([dev.pow(2).mean().sqrt(), dev.abs().max()])
-
-
-def _angles_pdist(v):
-    d = torch.pdist(F.normalize(v, dim=1))  # |u - w|² = 2 - 2 cos, for every pair i < j
-    dev = torch.rad2deg(torch.arccos((1 - d**2 / 2).clamp(-1, 1))) - 90
-    return torch.stack([torch.sqrt(torch.mean(dev * dev)), torch.max(torch.abs(dev))])
-
-
-def _angles_loop_f32(v):
-    u = _unit(v.float())
-    devs = [math.degrees(math.acos(max(-1.0, min(1.0, float(u[i] @ u[j]))))) - 90 for i in range(len(u)) for j in range(i + 1, len(u))]
-    devs = np.array(devs)
-    return np.array([np.sqrt(np.mean(devs**2)), np.abs(devs).max()])
 
 
 ANGLE_DEVIATION_SUMMARY = Exercise(
@@ -236,6 +140,7 @@ ANGLE_DEVIATION_SUMMARY = Exercise(
 
 
 # -- the Welch bound ------------------------------------------------------------------------------
+
 def welch_bound(n, d):
     """Reference: sqrt((n − d) / (d (n − 1))) when n > d, else 0."""
     return superposition.welch_bound(n, d)
@@ -244,31 +149,6 @@ def welch_bound(n, d):
 def _welch_cases(seed: int) -> list[Case]:
     extra = [(1000 + 97 * seed, 50 + seed), (7 + seed, 7 + seed)]
     return [Case(f"n={n}, d={d}", (n, d)) for n, d in [(3, 2), (4000, 100), (5, 10), *extra, (10**6, 12288)]]
-
-
-def _welch_no_sqrt(n, d):
-    return max(0.0, (n - d) / (d * (n - 1)))
-
-
-def _welch_swapped(n, d):
-    return math.sqrt(max(0.0, (n - d) / (n * (d - 1)))) if d > 1 else float("inf")
-
-
-def _welch_numpy_no_case(n, d):
-    with np.errstate(invalid="ignore"):
-        return float(np.sqrt((n - d) / (d * (n - 1))))
-
-
-def _welch_max(n, d):
-    return math.sqrt(max(0.0, (n / d - 1) / (n - 1)))
-
-
-def _welch_torch(n, d):
-    return torch.tensor((n - d) / (d * (n - 1)), dtype=F64).clamp_min(0).sqrt()
-
-
-def _welch_numpy(n, d):
-    return np.float32(np.sqrt(np.maximum(0.0, (n - d) / (d * (n - 1.0)))))
 
 
 WELCH_BOUND = Exercise(
@@ -289,6 +169,7 @@ WELCH_BOUND = Exercise(
 
 
 # -- the toy model's forward and loss -------------------------------------------------------------
+
 def toy_model_forward(x, W, b_final):
     """Reference: ReLU(Wᵀ W x + b) per instance; x (batch, inst, feat), W (inst, hidden, feat)."""
     return toy_models.toy_model_forward(x, W, b_final)
@@ -303,34 +184,6 @@ def _toy_cases(seed: int) -> list[Case]:
         b = torch.randn(inst, feat, generator=gen, dtype=F64) * 0.3
         cases.append(Case(f"batch {batch}, {inst} instances, {feat} features in {hidden} dimensions", (x, W, b)))
     return cases
-
-
-def _toy_no_relu(x, W, b):
-    return torch.einsum("ihf,bih->bif", W, torch.einsum("ihf,bif->bih", W, x)) + b
-
-
-def _toy_bias_after_relu(x, W, b):
-    return torch.relu(torch.einsum("ihf,bih->bif", W, torch.einsum("ihf,bif->bih", W, x))) + b
-
-
-def _toy_no_bias(x, W, b):
-    return torch.relu(torch.einsum("ihf,bih->bif", W, torch.einsum("ihf,bif->bih", W, x)))
-
-
-def _toy_matmul(x, W, b):
-    xt = x.transpose(0, 1)  # (inst, batch, feat)
-    h = xt @ W.transpose(-1, -2)  # (inst, batch, hidden)
-    return torch.relu(h @ W + b[:, None]).transpose(0, 1)
-
-
-def _toy_gram(x, W, b):
-    gram = W.transpose(-1, -2) @ W  # (inst, feat, feat): WᵀW
-    return F.relu(torch.einsum("ifg,big->bif", gram, x) + b)
-
-
-def _toy_loop_f32(x, W, b):
-    return torch.stack([F.relu(F.linear(F.linear(x[:, i].float(), W[i].float()), W[i].T.float(), b[i].float()))
-                        for i in range(W.shape[0])], dim=1)
 
 
 TOY_MODEL_FORWARD = Exercise(
@@ -365,37 +218,6 @@ def _loss_cases(seed: int) -> list[Case]:
     return cases
 
 
-def _loss_no_importance(x, x_hat, importance):
-    return (x - x_hat).square().sum(-1).mean(0)
-
-
-def _loss_mean_features(x, x_hat, importance):
-    return (importance * (x - x_hat) ** 2).mean(dim=(0, 2))
-
-
-def _loss_importance_squared(x, x_hat, importance):
-    return (importance * (x - x_hat)).square().sum(-1).mean(0)
-
-
-def _loss_sum_batch(x, x_hat, importance):
-    return (importance * (x - x_hat) ** 2).sum(dim=(0, 2))
-
-
-def _loss_einsum(x, x_hat, importance):
-    diff = x - x_hat
-    return torch.einsum("if,bif,bif->i", importance, diff, diff) / x.shape[0]
-
-
-def _loss_reordered(x, x_hat, importance):
-    return (importance * ((x - x_hat) ** 2).mean(0)).sum(-1)
-
-
-def _loss_f32_mse(x, x_hat, importance):
-    w = importance.float().sqrt()
-    return torch.stack([F.mse_loss(w[i] * x[:, i].float(), w[i] * x_hat[:, i].float(), reduction="sum") / x.shape[0]
-                        for i in range(x.shape[1])])
-
-
 IMPORTANCE_WEIGHTED_LOSS = Exercise(
     name="importance_weighted_loss",
     reference=importance_weighted_loss,
@@ -414,6 +236,7 @@ IMPORTANCE_WEIGHTED_LOSS = Exercise(
 
 
 # -- feature dimensionality -----------------------------------------------------------------------
+
 def feature_dimensionality(W):
     """Reference: D_i = ‖W_i‖² / Σ_j (Ŵ_i · W_j)² for W of shape (..., hidden, feat)."""
     return toy_models.feature_dimensionality(W)
@@ -426,48 +249,6 @@ def _dim_cases(seed: int) -> list[Case]:
     return [Case("a pentagon with uneven lengths (hidden 2, feat 5)", (pentagon,)),
             Case("random W of shape (hidden 3, feat 8)", (torch.randn(3, 8, generator=gen, dtype=F64),)),
             Case("batched W of shape (inst 4, hidden 5, feat 12)", (torch.randn(4, 5, 12, generator=gen, dtype=F64),))]
-
-
-def _dim_norm_not_squared(W):
-    norms = W.norm(dim=-2, keepdim=True)
-    return norms.squeeze(-2) / ((W / norms).transpose(-1, -2) @ W).square().sum(-1)
-
-
-def _dim_excludes_self(W):
-    norms = W.norm(dim=-2, keepdim=True)
-    overlaps = ((W / norms).transpose(-1, -2) @ W).square()
-    return norms.squeeze(-2) ** 2 / (overlaps.sum(-1) - overlaps.diagonal(dim1=-2, dim2=-1))
-
-
-def _dim_both_normalised(W):
-    unit = W / W.norm(dim=-2, keepdim=True)
-    return W.norm(dim=-2) ** 2 / (unit.transpose(-1, -2) @ unit).square().sum(-1)
-
-
-def _dim_wrong_axis(W):
-    norms = W.norm(dim=-1, keepdim=True)  # per hidden unit, not per feature
-    return norms.squeeze(-1) ** 2 / ((W / norms) @ W.transpose(-1, -2)).square().sum(-1)
-
-
-def _dim_quartic(W):
-    norms = torch.linalg.vector_norm(W, dim=-2)
-    return norms**4 / (W.transpose(-1, -2) @ W).pow(2).sum(-1)
-
-
-def _dim_einsum(W):
-    unit = F.normalize(W, dim=-2)
-    dots = torch.einsum("...hi,...hj->...ij", unit, W)
-    return torch.einsum("...hi,...hi->...i", W, W) / torch.einsum("...ij,...ij->...i", dots, dots)
-
-
-def _dim_loop_f32(W):
-    flat = W.float().reshape(-1, *W.shape[-2:])  # (inst, hidden, feat)
-    out = torch.empty(flat.shape[0], flat.shape[-1])
-    for k, w in enumerate(flat):
-        for i in range(w.shape[1]):
-            wi = w[:, i]
-            out[k, i] = wi.dot(wi) / sum(float(wi.dot(w[:, j]) / wi.norm()) ** 2 for j in range(w.shape[1]))
-    return out.reshape(W.shape[:-2] + W.shape[-1:])
 
 
 FEATURE_DIMENSIONALITY = Exercise(
