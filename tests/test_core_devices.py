@@ -53,6 +53,7 @@ def module_call(path: str, *args, x, method: str = "__call__"):
 def _calls() -> dict:
     from course_utils import attention as A, embeddings as E, induction as I, masking as MK, multihead as MH
     from course_utils import positions as P, sampling as SA, softmax as S
+    from course_utils import mlp as ML, sparse_autoencoder as SAE, toy_models as TM
 
     return {
         "softmax.softmax": lambda: S.softmax(t(3, 4)),
@@ -79,6 +80,18 @@ def _calls() -> dict:
         "induction.induction_scores": lambda: I.induction_scores(t(2, 2, 6, 6), 3),
         "positions.rope_rotate": lambda: P.rope_rotate(t(5, 4)),
         "positions.LearnedPositionEmbedding": module_call("positions.LearnedPositionEmbedding", 10, 4, x=5),
+        "mlp.relu": lambda: ML.relu(t(3, 4)),
+        "mlp.gelu_exact": lambda: ML.gelu_exact(t(3, 4)),
+        "mlp.gelu_tanh": lambda: ML.gelu_tanh(t(3, 4)),
+        "mlp.mlp_forward": lambda: ML.mlp_forward(t(2, 3, 4), t(4, 8), t(8), t(8, 4), t(4)),
+        "mlp.MLP": module_call("mlp.MLP", 8, x=t(2, 3, 8)),
+        "toy_models.toy_model_forward": lambda: TM.toy_model_forward(t(8, 3, 5), t(3, 2, 5), t(3, 5)),
+        "toy_models.importance_weighted_loss": lambda: TM.importance_weighted_loss(t(8, 3, 5), t(8, 3, 5), t(3, 5)),
+        "toy_models.feature_norms": lambda: TM.feature_norms(t(3, 2, 5)),
+        "toy_models.interference": lambda: TM.interference(t(3, 2, 5)),
+        "toy_models.feature_dimensionality": lambda: TM.feature_dimensionality(t(3, 2, 5)),
+        "sparse_autoencoder.SparseAutoencoder": module_call("sparse_autoencoder.SparseAutoencoder", 5, 10, x=t(4, 5)),
+        "sparse_autoencoder.recovered_features": lambda: SAE.recovered_features(t(3, 5), t(10, 5)),
     }
 
 
@@ -112,6 +125,19 @@ NOT_ON_META = {
     "induction.periodic_sequences": "builds seeded data from a torch.Generator",
     "induction.repeat_loss": "indexes by per-sequence periods (data-dependent gather)",
     "induction.train_induction_model": "trains a model: needs data",
+    "mlp.block_weight_split": "arithmetic on Python ints, no tensors",
+    "superposition.AngleStats": "a dataclass of results",
+    "superposition.random_unit_vectors": "builds seeded CPU data from a torch.Generator (callers move it)",
+    "superposition.pairwise_angle_stats": "checks the vectors are finite and non-zero, returns Python floats (needs data)",
+    "superposition.angle_deviation_summary": "checks the vectors are finite and non-zero (needs data)",
+    "superposition.welch_bound": "arithmetic on Python ints, no tensors",
+    "superposition.fit_power_law": "fits Python numbers, returns Python floats",
+    "toy_models.ToyModel": "checks sparsity and importance values (needs data)",
+    "toy_models.train_toy_models": "trains a model: needs data",
+    "toy_models.train_sweep": "trains a model: needs data",
+    "toy_models.single_threaded": "a context manager for the thread count, no tensors",
+    "sparse_autoencoder.train_sparse_autoencoder": "trains a model: needs data",
+    "sparse_autoencoder.hidden_activation_sampler": "samples a trained ToyModel: needs data",
 }
 
 # Calls that run on meta but still create a tensor on the CPU on the way (a real device bug on a GPU).
