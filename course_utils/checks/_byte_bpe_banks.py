@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from course_utils.checks.core import Case
 from course_utils.corpus import corpus_slice, load_corpus
 from course_utils.tokenisation import real
+from course_utils.tokenisation.bpe import _join_pair
 from course_utils.tokenisation.byte_bpe import encode_chunk_with_ranks
 from course_utils.tokenisation.pretokenise import GPT2_PATTERN, compiled, pretokenise
 from course_utils.tokenisation.trainer import chunk_counts, learn_merges
@@ -141,13 +142,12 @@ def train_on_bytes_objects(text, n_merges):
 
 
 def train_sorted_max(text, n_merges):
-    """Picks the pair with ``max`` on (count, -left, -right) and merges by rebuilding with a stack."""
+    """Picks the pair with ``max`` on (count, -left, -right) and merges with a stack."""
     words = _byte_sequences(text)
     merges = []
     for k in range(n_merges):
         counts = Counter()
         for word, n in words.items():
-            counts.update({pair: 0 for pair in zip(word, word[1:])})
             for pair in zip(word, word[1:]):
                 counts[pair] += n
         if not counts:
@@ -156,14 +156,12 @@ def train_sorted_max(text, n_merges):
         merges.append(pair)
         new_words = Counter()
         for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if word[i:i + 2] == pair:
-                    out.append(256 + k)
-                    i += 2
+            out = []
+            for x in word:
+                if out and out[-1] == pair[0] and x == pair[1]:
+                    out[-1] = 256 + k  # a new id never equals pair[0], so a a a -> (new, a)
                 else:
-                    out.append(word[i])
-                    i += 1
+                    out.append(x)
             new_words[tuple(out)] += n
         words = new_words
     return merges
@@ -259,22 +257,15 @@ def encode_greedy_longest(piece, ranks):
 
 # accepted alternatives
 def encode_merge_all_occurrences(piece, ranks):
-    """Finds the lowest-rank pair, then joins every occurrence of it in one left-to-right pass."""
+    """Finds the lowest-rank pair, then joins every occurrence of it in one left-to-right pass
+    (the classic BPE join, which works on bytes as well as on strings)."""
     parts = [bytes([b]) for b in piece]
     while True:
         ranked = [(ranks[a + b], (a, b)) for a, b in zip(parts, parts[1:]) if a + b in ranks]
         if not ranked:
             break
         _, (a, b) = min(ranked)
-        out, i = [], 0
-        while i < len(parts):
-            if i + 1 < len(parts) and parts[i] == a and parts[i + 1] == b:
-                out.append(a + b)
-                i += 2
-            else:
-                out.append(parts[i])
-                i += 1
-        parts = out
+        parts = _join_pair(parts, (a, b))
     return [ranks[p] for p in parts]
 
 
