@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from course_utils import moe, moe_balancing
 from course_utils.checks.compare import describe_mismatch
 from course_utils.checks.core import Alternative, Case, Exercise, Mistake
+from course_utils.tolerances import teaching_tolerance
 
 F64 = torch.float64
 
@@ -48,7 +49,7 @@ def _by_expert(result):
 def _compare_routes(expected, got) -> str | None:
     if not (isinstance(got, (tuple, list)) and len(got) == 2):
         return f"expected a pair (gates, indices), got {type(got).__name__}"
-    return describe_mismatch(_by_expert(expected), _by_expert(tuple(got)))
+    return describe_mismatch(_by_expert(expected), _by_expert(tuple(got)), tol=teaching_tolerance("float32"))
 
 
 def _no_renormalisation(router_logits, k):
