@@ -164,12 +164,17 @@ def dispatch_grouped(x: Float[Tensor, "tokens d_model"], indices: Int[Tensor, "t
 
 
 # -- the experts and the layer ------------------------------------------------------------------
-class SwiGLU(nn.Module):
-    """Mixtral's expert: (silu(x @ W_gate) * (x @ W_in)) @ W_out, no biases.
+def swiglu(x: Float[Tensor, "... d_model"], W_gate: Float[Tensor, "d_model d_mlp"], W_in: Float[Tensor, "d_model d_mlp"],
+           W_out: Float[Tensor, "d_mlp d_model"]) -> Float[Tensor, "... d_model"]:
+    """Mixtral's expert: (silu(x @ W_gate) * (x @ W_in)) @ W_out, no biases (Mixtral's w1, w3, w2).
 
-    ``SwiGLU(d_model=8, d_mlp=16)(torch.randn(3, 8))`` has shape (3, 8) and 3·8·16 parameters.
-    (Mixtral calls W_gate, W_in, W_out ``w1``, ``w3``, ``w2``.)
+    With ``W_gate = W_in = W_out = torch.eye(1)``: ``[[2.]]`` -> ``[[2 · silu(2)]] = [[3.5232]]``.
     """
+    return (F.silu(x @ W_gate) * (x @ W_in)) @ W_out
+
+
+class SwiGLU(nn.Module):
+    """One SwiGLU expert as a module: ``SwiGLU(d_model=8, d_mlp=16)(torch.randn(3, 8))`` has shape (3, 8)."""
 
     def __init__(self, d_model: int, d_mlp: int, init_std: float = 0.02):
         super().__init__()
@@ -178,7 +183,26 @@ class SwiGLU(nn.Module):
         self.W_out = nn.Parameter(torch.randn(d_mlp, d_model) * init_std)
 
     def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
-        return (F.silu(x @ self.W_gate) * (x @ self.W_in)) @ self.W_out
+        return swiglu(x, self.W_gate, self.W_in, self.W_out)
+
+
+def dispatch_dense(x: Float[Tensor, "tokens d_model"], indices: Int[Tensor, "tokens k"], gates: Float[Tensor, "tokens k"],
+                   W_gate: Float[Tensor, "n_experts d_model d_mlp"], W_in: Float[Tensor, "n_experts d_model d_mlp"],
+                   W_out: Float[Tensor, "n_experts d_mlp d_model"], kept: Bool[Tensor, "tokens k"] | None = None
+                   ) -> Float[Tensor, "tokens d_model"]:
+    """Every expert on every token, then a (tokens, n_experts) combine matrix picks and weights them.
+
+    E/k times the FLOPs of ``dispatch_grouped`` but a handful of batched matmuls: faster for tiny
+    experts on a CPU (the toy experiment trains this way), wasteful for real ones. Same result.
+    """
+    weights = gates if kept is None else gates * kept  # dropped assignments weigh 0
+    combine = torch.zeros(x.shape[0], W_gate.shape[0], dtype=weights.dtype, device=x.device)
+    combine = combine.scatter_add(1, indices, weights)  # (tokens, n_experts)
+    n_experts, d_model, d_mlp = W_gate.shape
+    as_one = lambda W: W.permute(1, 0, 2).reshape(d_model, n_experts * d_mlp)  # (d_model, E * d_mlp)
+    hidden = F.silu(x @ as_one(W_gate)) * (x @ as_one(W_in))  # (tokens, E * d_mlp): every expert at once
+    hidden = hidden.reshape(-1, n_experts, d_mlp) * combine.to(x.dtype)[:, :, None]  # (tokens, E, d_mlp), weighted
+    return hidden.reshape(-1, n_experts * d_mlp) @ W_out.reshape(n_experts * d_mlp, d_model)  # (tokens, d_model)
 
 
 @dataclass
@@ -205,23 +229,37 @@ class MoE(nn.Module):
     """A mixture-of-experts feed-forward block: ``MoE(d_model=8, d_mlp=16, n_experts=4, k=2)(x)``.
 
     Maps (batch, pos, d_model) or (tokens, d_model) to the same shape. ``W_router`` is
-    (d_model, n_experts); each expert is a ``SwiGLU``. With ``capacity_factor`` set, each expert
-    takes at most ``expert_capacity(tokens, n_experts, k, capacity_factor)`` assignments per call
-    and drops the rest. ``selection_bias`` (a buffer, zeros by default) is DeepSeek-V3's balancing bias.
+    (d_model, n_experts); the experts' SwiGLU weights are stacked, ``W_gate``/``W_in`` of shape
+    (n_experts, d_model, d_mlp) and ``W_out`` (n_experts, d_mlp, d_model), as transformers stores
+    them. With ``capacity_factor`` set, each expert takes at most ``expert_capacity(tokens,
+    n_experts, k, capacity_factor)`` assignments per call and drops the rest. ``selection_bias`` (a
+    buffer, zeros by default) is DeepSeek-V3's balancing bias. ``dispatch`` is ``"grouped"`` or ``"dense"``.
     """
 
     def __init__(self, d_model: int, d_mlp: int, n_experts: int, k: int = 2, capacity_factor: float | None = None,
-                 init_std: float = 0.02):
+                 init_std: float = 0.02, dispatch: str = "grouped"):
         super().__init__()
         for name, value in (("d_model", d_model), ("d_mlp", d_mlp)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if dispatch not in ("grouped", "dense"):
+            raise ValueError(f"dispatch must be 'grouped' or 'dense', got {dispatch!r}")
         self.n_experts, self.k = check_experts_and_k(n_experts, k)
-        self.d_model, self.d_mlp = d_model, d_mlp
+        self.d_model, self.d_mlp, self.dispatch = d_model, d_mlp, dispatch
         self.capacity_factor = check_capacity_factor(capacity_factor)
         self.W_router = nn.Parameter(torch.randn(d_model, n_experts) * init_std)
-        self.experts = nn.ModuleList(SwiGLU(d_model, d_mlp, init_std) for _ in range(n_experts))
+        self.W_gate = nn.Parameter(torch.randn(n_experts, d_model, d_mlp) * init_std)
+        self.W_in = nn.Parameter(torch.randn(n_experts, d_model, d_mlp) * init_std)
+        self.W_out = nn.Parameter(torch.randn(n_experts, d_mlp, d_model) * init_std)
         self.register_buffer("selection_bias", torch.zeros(n_experts))
+
+    def expert(self, e: int) -> Expert:
+        """Expert ``e`` as a function of its tokens' rows."""
+        return lambda rows: swiglu(rows, self.W_gate[e], self.W_in[e], self.W_out[e])
+
+    @property
+    def experts(self) -> list[Expert]:
+        return [self.expert(e) for e in range(self.n_experts)]
 
     def route(self, x: Float[Tensor, "tokens d_model"]) -> Routing:
         """Router logits, probabilities, the chosen experts, their gates and which assignments fit."""
@@ -238,7 +276,10 @@ class MoE(nn.Module):
         tokens = x.reshape(-1, self.d_model)  # (batch * pos, d_model)
         routing = self.route(tokens)
         kept = None if routing.capacity is None else routing.kept
-        out = dispatch_grouped(tokens, routing.indices, routing.gates, self.experts, kept)
+        if self.dispatch == "dense":
+            out = dispatch_dense(tokens, routing.indices, routing.gates, self.W_gate, self.W_in, self.W_out, kept)
+        else:
+            out = dispatch_grouped(tokens, routing.indices, routing.gates, self.experts, kept)
         return out.reshape(x.shape), routing
 
     def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
@@ -246,8 +287,7 @@ class MoE(nn.Module):
 
     def active_parameters(self) -> int:
         """Parameters one token uses: the router and k experts."""
-        per_expert = sum(p.numel() for p in self.experts[0].parameters())
-        return self.W_router.numel() + self.k * per_expert
+        return self.W_router.numel() + self.k * 3 * self.d_model * self.d_mlp
 
 
 def load_mixtral_block(block) -> MoE:
@@ -264,8 +304,7 @@ def load_mixtral_block(block) -> MoE:
     moe = MoE(d_model, d_mlp, n_experts, block.top_k).to(device=router.device, dtype=router.dtype)
     with torch.no_grad():
         moe.W_router.copy_(router.T)
-        for e, expert in enumerate(moe.experts):
-            expert.W_gate.copy_(gate_up[e, :d_mlp].T)
-            expert.W_in.copy_(gate_up[e, d_mlp:].T)
-            expert.W_out.copy_(down[e].T)
+        moe.W_gate.copy_(gate_up[:, :d_mlp].transpose(1, 2))  # (n_experts, d_model, d_mlp)
+        moe.W_in.copy_(gate_up[:, d_mlp:].transpose(1, 2))
+        moe.W_out.copy_(down.transpose(1, 2))  # (n_experts, d_mlp, d_model)
     return moe

@@ -12,7 +12,7 @@ Leaves out attention, residual streams and language data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -32,7 +32,7 @@ class ExperimentConfig:
     d_mlp: int = 16
     n_experts: int = 8
     k: int = 2
-    steps: int = 250
+    steps: int = 200
     batch: int = 256
     lr: float = 0.01
     alpha: float = 0.05  # weight of the auxiliary loss
@@ -102,7 +102,7 @@ def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=Non
     task = make_task(cfg, torch.Generator().manual_seed(seed))
     data_gen = torch.Generator().manual_seed(seed + 1)
     torch.manual_seed(seed + 2)  # the model's initial weights
-    model = MoE(cfg.d_model, cfg.d_mlp, cfg.n_experts, cfg.k, cfg.capacity_factor, init_std=0.1)
+    model = MoE(cfg.d_model, cfg.d_mlp, cfg.n_experts, cfg.k, cfg.capacity_factor, init_std=0.1, dispatch="dense")
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     shares, task_losses = [], []
     for _ in range(cfg.steps):
@@ -132,3 +132,40 @@ def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=Non
 def run_experiment(cfg: ExperimentConfig, seed: int = 0, progress=None) -> dict[str, TrainingRun]:
     """The three runs on the same seed: ``{"none": ..., "aux": ..., "bias": ...}``."""
     return {balancing: train_moe(cfg, balancing, seed, progress) for balancing in BALANCING}
+
+
+def train_grid(cfg: ExperimentConfig, n_experts: tuple[int, ...], ks: tuple[int, ...], alphas: tuple[float, ...],
+               seed: int = 0, progress=None) -> dict[tuple[int, int, float], TrainingRun]:
+    """One short run per (E, k, α) with the auxiliary loss (α = 0: no balancing), for the widget."""
+    grid = {}
+    for E in n_experts:
+        for k in ks:
+            for alpha in alphas:
+                run_cfg = replace(cfg, n_experts=E, k=k, alpha=alpha)
+                grid[E, k, alpha] = train_moe(run_cfg, "aux" if alpha > 0 else "none", seed)
+                if progress is not None:
+                    progress.update(1)
+    return grid
+
+
+def probe_batch(cfg: ExperimentConfig, n: int = 512, seed: int = 0) -> tuple[Tensor, Tensor]:
+    """Fresh inputs and their sub-task ids from the task of ``seed`` (the same task ``train_moe`` used)."""
+    task = make_task(cfg, torch.Generator().manual_seed(seed))
+    x, _, ids = sample_batch(task, n, torch.Generator().manual_seed(seed + 4))
+    return x, ids
+
+
+def capacity_report(model: MoE, x: Tensor, capacity_factor: float | None) -> dict:
+    """Route ``x`` through ``model`` under ``capacity_factor``: load, dropped and kept per expert."""
+    check_capacity_factor(capacity_factor)
+    old = model.capacity_factor
+    model.capacity_factor = capacity_factor
+    try:
+        with torch.no_grad():
+            routing = model.route(x)
+    finally:
+        model.capacity_factor = old
+    load, dropped = routing.load(), routing.dropped()
+    return {"capacity": routing.capacity, "load": load, "dropped": dropped, "kept": load - dropped,
+            "assignments": int(load.sum()), "total_dropped": int(dropped.sum()),
+            "tokens_fully_dropped": int((~routing.kept).all(dim=-1).sum())}

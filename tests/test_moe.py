@@ -88,6 +88,16 @@ def test_capacity_keeps_first_choices_first_and_counts_the_overflow():
     assert expert_capacity(64, 8, 2, 1.25) == math.ceil(1.25 * 64 * 2 / 8)
 
 
+@pytest.mark.parametrize("capacity_factor", [None, 0.5])
+def test_dense_dispatch_equals_grouped(capacity_factor):
+    torch.manual_seed(0)
+    grouped = MoE(8, 12, 5, 2, capacity_factor, init_std=0.3).double()
+    dense = MoE(8, 12, 5, 2, capacity_factor, dispatch="dense").double()
+    dense.load_state_dict(grouped.state_dict())
+    x = torch.randn(3, 10, 8, dtype=torch.float64)
+    torch.testing.assert_close(dense(x), grouped(x))
+
+
 def test_moe_routing_reports_capacity_and_drops():
     torch.manual_seed(0)
     moe = MoE(8, 12, 4, 2, capacity_factor=0.5).double()
@@ -167,7 +177,7 @@ def test_switch_loss_gradient_reaches_the_router_weights():
     _, routing = moe.forward_with_routing(torch.randn(30, 8, dtype=torch.float64))
     load_balancing_loss(routing.logits, 2).backward()
     assert moe.W_router.grad is not None and moe.W_router.grad.abs().sum() > 0
-    assert all(p.grad is None for p in moe.experts.parameters())
+    assert all(p.grad is None for p in (moe.W_gate, moe.W_in, moe.W_out))
 
 
 def test_router_z_loss_is_mean_squared_log_partition_function():
