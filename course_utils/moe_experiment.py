@@ -12,6 +12,7 @@ Leaves out attention, residual streams and language data.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -93,12 +94,29 @@ def _check_config(cfg: ExperimentConfig, balancing: str) -> None:
     check_capacity_factor(cfg.capacity_factor)
 
 
+@contextmanager
+def _one_thread():
+    """Run torch on one CPU thread, then restore the setting: the toy's matrices are far too small to
+    gain from threads, and on a busy machine idle worker threads spinning cost more than the maths."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=None) -> TrainingRun:
     """Train a fresh ``MoE`` on the toy task; the task and the initial weights depend only on ``seed``.
 
     ``progress`` is an optional tqdm-like bar to advance once per step.
     """
     _check_config(cfg, balancing)
+    with _one_thread():
+        return _train(cfg, balancing, seed, progress)
+
+
+def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> TrainingRun:
     task = make_task(cfg, torch.Generator().manual_seed(seed))
     data_gen = torch.Generator().manual_seed(seed + 1)
     torch.manual_seed(seed + 2)  # the model's initial weights
@@ -169,3 +187,8 @@ def capacity_report(model: MoE, x: Tensor, capacity_factor: float | None) -> dic
     return {"capacity": routing.capacity, "load": load, "dropped": dropped, "kept": load - dropped,
             "assignments": int(load.sum()), "total_dropped": int(dropped.sum()),
             "tokens_fully_dropped": int((~routing.kept).all(dim=-1).sum())}
+
+
+def expert_owners(table: Tensor, threshold: float = 0.25) -> list[list[int]]:
+    """For each sub-task (row of a ``specialisation`` table), the experts taking more than ``threshold`` of it."""
+    return [sorted(torch.nonzero(row > threshold).flatten().tolist()) for row in table]
