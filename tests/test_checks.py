@@ -33,8 +33,16 @@ def _stub_for(exercise):
     return stub
 
 
-def test_the_course_has_exercises():
-    assert "stable_softmax" in EXERCISES
+def test_every_exercise_is_graded_in_exactly_one_notebook():
+    """No orphan checks (defined but in no notebook's metadata) and no exercise claimed twice."""
+    from notebook_tools import course_notebooks, read
+
+    owners: dict[str, list[str]] = {}
+    for path in course_notebooks():
+        for name in read(path).metadata.get("course", {}).get("exercises", {}):
+            owners.setdefault(name, []).append(path.name)
+    assert sorted(EXERCISES) == sorted(owners), f"only in checks: {sorted(set(EXERCISES) - set(owners))}; only in notebooks: {sorted(set(owners) - set(EXERCISES))}"
+    assert all(len(paths) == 1 for paths in owners.values()), {n: p for n, p in owners.items() if len(p) > 1}
 
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))
