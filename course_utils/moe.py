@@ -309,19 +309,3 @@ def load_mixtral_block(block) -> MoE:
         moe.W_out.copy_(down.transpose(1, 2))  # (n_experts, d_mlp, d_model)
     return moe
 
-
-def moe_transformer_parameters(d_model: int, n_layers: int, n_heads: int, n_kv_heads: int, d_mlp: int, n_experts: int,
-                               k: int, d_vocab: int, tied_embeddings: bool = False) -> dict[str, int]:
-    """Parameters held and used per token by a Mixtral-style model (GQA attention, SwiGLU experts, RMSNorm).
-
-    ``moe_transformer_parameters(4096, 32, 32, 8, 14336, 8, 2, 32000)`` -> ``{"total": 46702792704,
-    "active": 12879925248, ...}`` (Mixtral 8x7B). Only the experts are multiplied by E (or by k).
-    """
-    check_experts_and_k(n_experts, k)
-    d_head = d_model // n_heads
-    attention = d_model * n_heads * d_head * 2 + d_model * n_kv_heads * d_head * 2  # W_Q, W_O; W_K, W_V
-    expert = 3 * d_model * d_mlp  # W_gate, W_in, W_out
-    shared = n_layers * (attention + d_model * n_experts + 2 * d_model)  # + router + two RMSNorms
-    shared += d_vocab * d_model * (1 if tied_embeddings else 2) + d_model  # embeddings, unembedding, final norm
-    return {"total": shared + n_layers * n_experts * expert, "active": shared + n_layers * k * expert,
-            "experts": n_layers * n_experts * expert, "shared": shared}

@@ -498,19 +498,24 @@ the capacity factor at which a collapsed router stops dropping tokens.
 md(r"""
 ## 9 · How big is Mixtral 8x7B?
 
-Mixtral 8x7B's configuration: `d_model` 4,096, 32 layers, 8 experts per layer with 2 used per
+Mixtral 8x7B's configuration, counted by notebook 08's `course_utils.counting`: `d_model` 4,096, 32 layers, 8 experts per layer with 2 used per
 token, SwiGLU experts with `d_mlp` 14,336, grouped-query attention with 32 query heads and 8 key/value
 heads, a vocabulary of 32,000, separate input and output embeddings. Only the feed-forward
 part is replicated 8 times; attention, embeddings and norms exist once. That is why the name's
 arithmetic (8 × 7) does not give the total.
 """)
 code("""
-mixtral = dict(d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_mlp=14336, n_experts=8, k=2, d_vocab=32000)
-counts = moe.moe_transformer_parameters(**mixtral)
-mixtral_total, mixtral_active = counts["total"], counts["active"]
+from course_utils import counting
+
+mixtral = counting.ModelConfig(d_vocab=32000, n_ctx=32768, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8,
+                               d_mlp=14336, mlp="swiglu", norm="rmsnorm", positions="rotary", bias=False,
+                               tie_embeddings=False, n_experts=8, experts_per_token=2)
+held_by_part = counting.count_parameters(mixtral)
+mixtral_total, mixtral_active = held_by_part["total"], counting.active_parameters(mixtral)["total"]
+experts = held_by_part["mlp_up"] + held_by_part["mlp_gate"] + held_by_part["mlp_down"]
 print(f"held:           {mixtral_total:,} = {mixtral_total / 1e9:.1f}B")
 print(f"used per token: {mixtral_active:,} = {mixtral_active / 1e9:.1f}B")
-print(f"the experts are {counts['experts'] / mixtral_total:.1%} of what is held; one expert of one layer: {counts['experts'] // (32 * 8):,}")
+print(f"the experts are {experts / mixtral_total:.1%} of what is held; one expert of one layer: {experts // (32 * 8):,}")
 print(f"used / held = {mixtral_active / mixtral_total:.3f}")
 """)
 md(r"""

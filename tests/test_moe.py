@@ -148,6 +148,23 @@ def test_switch_loss_is_transformers_load_balancing_loss_divided_by_k():
         torch.testing.assert_close(load_balancing_loss(logits, k), theirs / k)
 
 
+def test_mixtral_8x7b_counts_match_the_model_on_the_meta_device():
+    transformers = pytest.importorskip("transformers")
+    from course_utils import counting
+
+    hf = transformers.MixtralConfig(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                                    num_attention_heads=32, num_key_value_heads=8, num_local_experts=8,
+                                    num_experts_per_tok=2, tie_word_embeddings=False)
+    with torch.device("meta"):
+        model = transformers.MixtralForCausalLM(hf)
+    held = sum(p.numel() for p in model.parameters())
+    in_experts = sum(p.numel() for name, p in model.named_parameters() if ".experts." in name)
+    cfg = counting.MIXTRAL_8X7B
+    assert counting.count_parameters(cfg)["total"] == held
+    assert counting.active_parameters(cfg)["total"] == held - in_experts + in_experts * 2 // 8
+    assert round(held / 1e9, 1) == 46.7 and round(counting.active_parameters(cfg)["total"] / 1e9, 1) == 12.9
+
+
 # -- balancing losses -----------------------------------------------------------------------------
 @pytest.mark.parametrize("alpha", [1.0, 0.01])
 def test_switch_loss_equals_alpha_at_uniform_routing(alpha):
@@ -246,3 +263,40 @@ def test_moe_on_cuda_matches_cpu():
     torch.testing.assert_close(gpu_out.cpu(), cpu_out, rtol=1e-4, atol=1e-5)
     loss = load_balancing_loss(gpu_routing.logits, 2)
     assert loss.device.type == "cuda"
+
+
+# -- the experiment -------------------------------------------------------------------------------
+def test_experiment_outcome_balancing_spreads_the_load_and_lowers_the_loss():
+    from course_utils.moe_experiment import ExperimentConfig, expert_owners, run_experiment
+
+    threads = torch.get_num_threads()
+    runs = run_experiment(ExperimentConfig(), seed=0)
+    assert torch.get_num_threads() == threads  # the one-thread setting is restored
+    final = {name: run.shares[-20:].mean(0) for name, run in runs.items()}
+    for shares in final.values():
+        torch.testing.assert_close(shares.sum(), torch.tensor(1.0))
+    assert final["none"].min() < 0.02 and usage_entropy(final["none"]) < 0.9 * 3
+    assert final["aux"].min() > 0.05 and final["bias"].min() > 0.05
+    assert max(runs["aux"].eval_loss, runs["bias"].eval_loss) < runs["none"].eval_loss
+    owners = expert_owners(runs["bias"].specialisation)
+    assert sorted(e for o in owners for e in o) == list(range(8))  # every expert owns part of one sub-task
+
+
+def test_training_is_deterministic_and_the_capacity_report_adds_up():
+    from dataclasses import replace
+
+    from course_utils.moe_experiment import ExperimentConfig, capacity_report, probe_batch, train_moe
+
+    cfg = replace(ExperimentConfig(), steps=15, batch=64)
+    a, b = train_moe(cfg, "bias", seed=3), train_moe(cfg, "bias", seed=3)
+    assert torch.equal(a.shares, b.shares) and a.eval_loss == b.eval_loss
+    assert a.model.selection_bias.abs().sum() > 0  # the bias moved
+    x, _ = probe_batch(cfg, 256, seed=3)
+    report = capacity_report(a.model, x, 0.5)
+    assert report["capacity"] == math.ceil(0.5 * 256 * 2 / 8)
+    assert report["dropped"].tolist() == (report["load"] - report["capacity"]).clamp(min=0).tolist()
+    assert a.model.capacity_factor is None  # the report does not change the model
+    with pytest.raises(ValueError, match="balancing"):
+        train_moe(cfg, "loss", seed=0)
+    with pytest.raises(ValueError, match="capacity_factor"):
+        capacity_report(a.model, x, 0)
