@@ -161,7 +161,8 @@ far too slow: thousands of tiny matrix products. Real implementations **group by
 flatten the (token, slot) assignments, sort them by expert so that each expert's tokens form
 one contiguous block, gather those rows (`index_select`), run each expert **once** on its block,
 multiply by the gates and add the results back into their tokens' rows (`index_add_`). The only
-Python loop left is over the $E$ experts. Both against each other, on a layer with random weights:
+Python loop left is over the $E$ experts. Both against each other, on a layer with random weights
+(counting the expert calls, which does not depend on how busy the machine is):
 """)
 code("""
 import time
@@ -174,10 +175,17 @@ with torch.no_grad():
     slow = moe.dispatch_naive(tokens, routing.indices, routing.gates, layer.experts)
     fast = moe.dispatch_grouped(tokens, routing.indices, routing.gates, layer.experts)
 print("grouped == per-token loop:", torch.allclose(slow, fast, atol=1e-6))
+calls = []
+counted = [lambda rows, e=e: (calls.append(e), layer.expert(e)(rows))[1] for e in range(n_experts)]  # records each call
+with torch.no_grad():
+    moe.dispatch_naive(tokens, routing.indices, routing.gates, counted)
+    n_naive = len(calls)
+    moe.dispatch_grouped(tokens, routing.indices, routing.gates, counted)
+print(f"expert calls: per-token loop {n_naive}, grouped {len(calls) - n_naive}")
 print("assignments per expert:", routing.load().tolist(), " total:", int(routing.load().sum()), "= tokens x k")
 """)
 code("""
-def best_of(fn, repeats=3):
+def best_of(fn, repeats=5):
     times = []
     for _ in range(repeats):
         start = time.perf_counter(); fn(); times.append(time.perf_counter() - start)
@@ -218,7 +226,7 @@ md(r"""
 
 On a GPU or across many machines, every expert gets a buffer of fixed size, its **capacity**:
 $\lceil \text{capacity factor} \cdot T \cdot k / E \rceil$ slots for $T$ tokens. A factor of 1
-leaves exactly enough room if the load is perfectly even; the Switch Transformer used 1 to 1.25.
+leaves exactly enough room if the load is perfectly even; values a little above 1 are common.
 When more assignments arrive than an expert has slots, the overflow is **dropped**: that expert
 adds nothing for those tokens (every token's first choice is served before anyone's second,
 then in token order). A dropped token still reaches the next layer through the residual
@@ -350,8 +358,8 @@ code("check_load_balancing_loss(load_balancing_loss)")
 md("""Stuck? `hint("load_balancing_loss")` gives a nudge and `hint("load_balancing_loss", 2)` a stronger one.""")
 md(r"""
 Watch the definition of $f_i$ when you read other code: `transformers`' `load_balancing_loss_func`
-divides the counts by $T$ only, so its $f_i$ add up to $k$ and its loss is $k$ times this one
-(Mixtral's `router_aux_loss_coef` of 0.02 absorbs the factor). Checked on random logits:
+divides the counts by $T$ only, so its $f_i$ add up to $k$ and its loss is $k$ times this one (a difference a
+model's loss coefficient silently absorbs). Checked on random logits:
 """)
 code("""
 if transformers is not None:
@@ -514,6 +522,8 @@ mixtral = counting.ModelConfig(d_vocab=32000, n_ctx=32768, d_model=4096, n_layer
 held_by_part = counting.count_parameters(mixtral)
 mixtral_total, mixtral_active = held_by_part["total"], counting.active_parameters(mixtral)["total"]
 experts = held_by_part["mlp_up"] + held_by_part["mlp_gate"] + held_by_part["mlp_down"]
+print(f"d_model {mixtral.d_model:,}, d_mlp {mixtral.d_mlp:,}, d_vocab {mixtral.d_vocab:,}, {mixtral.n_layers} layers, "
+      f"{mixtral.n_heads} query heads, {mixtral.n_kv_heads} key/value heads, top-{mixtral.experts_per_token} of {mixtral.n_experts}")
 print(f"held:           {mixtral_total:,} = {mixtral_total / 1e9:.1f}B")
 print(f"used per token: {mixtral_active:,} = {mixtral_active / 1e9:.1f}B")
 print(f"the experts are {experts / mixtral_total:.1%} of what is held; one expert of one layer: {experts // (32 * 8):,}")
