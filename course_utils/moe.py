@@ -297,6 +297,9 @@ def load_mixtral_block(block) -> MoE:
     (n_experts, 2·d_mlp, d_model) with the gate rows first, and ``experts.down_proj`` as
     (n_experts, d_model, d_mlp); the course layout is their transpose (x @ W).
     """
+    if not hasattr(getattr(block, "experts", None), "gate_up_proj"):
+        raise TypeError("block must be a transformers MixtralSparseMoeBlock with stacked experts (transformers >= 5; "
+                        f"older versions keep one w1/w2/w3 module per expert), got {type(block).__name__}")
     router = block.gate.weight  # (n_experts, d_model)
     gate_up, down = block.experts.gate_up_proj, block.experts.down_proj
     n_experts, d_model = router.shape

@@ -255,6 +255,22 @@ from course_utils.viz.mixture_of_experts import plot_capacity
 report = capacity_report(skewed, crowd, 1.0)
 fig = plot_capacity(report, "a skewed router at capacity factor 1.0")
 """, ignore=True)
+md("The layer refuses impossible settings with a message that names the argument:")
+code("""
+attempts = {
+    "k > E": lambda: moe.MoE(d_model, d_mlp, n_experts=4, k=5),
+    "k < 1": lambda: moe.top_k_gates(torch.zeros(3, 4), 0),
+    "E < 1": lambda: moe.MoE(d_model, d_mlp, n_experts=0, k=1),
+    "capacity factor <= 0": lambda: moe.MoE(d_model, d_mlp, n_experts, k, capacity_factor=0),
+    "NaN router logits": lambda: moe.top_k_gates(torch.tensor([[0.0, float("nan")]]), 1),
+    "input width != d_model": lambda: layer(torch.randn(2, 3, d_model + 1)),
+}
+for what, attempt in attempts.items():
+    try:
+        attempt()
+    except (ValueError, TypeError) as error:
+        print(f"{what:<23} {type(error).__name__}: {error}")
+""")
 md(r"""
 Raising the capacity factor drops fewer tokens but reserves memory and compute that an even load
 would never use. Keeping the load even is the better fix, and the subject of sections 7 and 8.

@@ -246,6 +246,8 @@ def test_wrong_types_raise_type_error():
         top_k_gates(_logits(), 2.0)
     with pytest.raises(TypeError, match="router_logits"):
         top_k_gates([[0.0, 1.0]], 1)
+    with pytest.raises(TypeError, match="block must be a transformers MixtralSparseMoeBlock"):
+        load_mixtral_block(torch.nn.Linear(2, 2))
 
 
 # -- device ---------------------------------------------------------------------------------------
