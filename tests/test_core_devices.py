@@ -70,7 +70,13 @@ def _calls() -> dict:
         "masking.combine_masks": lambda: MK.combine_masks(mask(3, 3), mask(3, 3)),
         "masking.fully_masked_rows": lambda: MK.fully_masked_rows(mask(2, 3, 3)),
         "masking.apply_mask": lambda: MK.apply_mask(t(3, 3), mask(3, 3)),
+        "embeddings.embed": lambda: E.embed(ids(2, 5), t(10, 4)),
+        "embeddings.one_hot": lambda: E.one_hot(ids(2, 5), 10),
+        "embeddings.embed_via_one_hot": lambda: E.embed_via_one_hot(ids(2, 5), t(10, 4)),
+        "embeddings.TokenEmbedding": module_call("embeddings.TokenEmbedding", 10, 4, x=ids(2, 5)),
         "embeddings.gradient_descent_step": lambda: E.gradient_descent_step(t(3), t(3), 0.1),
+        "embeddings.tied_logits": lambda: E.tied_logits(t(2, 3, 4), t(10, 4)),
+        "embeddings.add_token_rows": lambda: E.add_token_rows(t(10, 4), 2),
         "multihead.split_heads": lambda: MH.split_heads(t(2, 3, 8), 2),
         "multihead.merge_heads": lambda: MH.merge_heads(t(2, 2, 3, 4)),
         "induction.previous_token_scores": lambda: I.previous_token_scores(t(2, 2, 6, 6)),
@@ -85,8 +91,6 @@ def _calls() -> dict:
 NOT_ON_META = {
     "attention.random_scores": "builds seeded CPU data from a torch.Generator (no tensor input to follow)",
     "attention.saturation_stats": "returns Python floats computed from seeded CPU data",
-    **{f"embeddings.{n}": "token ids are range-checked with .item() (to move onto validate.index_tensor)"
-       for n in ("embed", "one_hot", "embed_via_one_hot", "TokenEmbedding")},
     **{f"sampling.{n}": "logits/probabilities are checked for NaN and ranges with .item()"
        for n in ("apply_temperature", "greedy", "greedy_distribution", "top_k_filter", "top_p_filter",
                  "next_token_distribution", "entropy")},
@@ -101,6 +105,9 @@ NOT_ON_META = {
     "positions.sinusoid_frequencies": "takes only ints: no input device to follow (callers move it)",
     "positions.sinusoidal_encoding": "takes only ints: no input device to follow (callers move it)",
     "positions.shift_rotation": "takes only ints: no input device to follow",
+    "positions.halves_order": "takes only an int: an index tensor (CPU indices index tensors on any device)",
+    "positions.closest_positions": "returns Python numbers: which two rows are closest (needs data)",
+    "embeddings.changed_rows": "returns Python ints: which rows changed (needs data)",
     "induction.InductionConfig": "a dataclass of numbers",
     "induction.AttentionOnlyTransformer": "embeds token ids, which are range-checked with .item()",
     "induction.repeated_sequences": "builds seeded data from a torch.Generator",
