@@ -91,6 +91,7 @@ def _calls() -> dict:
 NOT_ON_META = {
     "attention.random_scores": "builds seeded CPU data from a torch.Generator (no tensor input to follow)",
     "attention.saturation_stats": "returns Python floats computed from seeded CPU data",
+    "attention.pattern_stats": "returns Python floats (a summary for readouts and tables)",
     **{f"sampling.{n}": "logits/probabilities are checked for NaN and ranges with .item()"
        for n in ("apply_temperature", "greedy", "greedy_distribution", "top_k_filter", "top_p_filter",
                  "next_token_distribution", "entropy")},
