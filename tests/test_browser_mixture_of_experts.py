@@ -11,13 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from test_browser import (  # noqa: F401  (lab and browser are fixtures)
+from browser.session import (
     assert_figures_not_blank,
-    browser,
     choose_option,
     figure_png,
-    lab,
-    readout_text,
     screenshot,
     type_slider_value,
     wait_for_new_figure,

@@ -13,8 +13,15 @@ import pytest
 import torch
 
 from course_utils import toy_models
-from test_browser import (assert_figures_not_blank, assert_output_images_not_blank, browser, figure_png, lab,  # noqa: F401
-                          screenshot, wait_for_new_figure, wait_for_readout, wait_kernel_idle)
+from browser.session import (
+    assert_figures_not_blank,
+    assert_output_images_not_blank,
+    figure_png,
+    screenshot,
+    wait_for_new_figure,
+    wait_for_readout,
+    wait_kernel_idle,
+)
 
 pytestmark = pytest.mark.timeout(600)
 
