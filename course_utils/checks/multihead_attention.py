@@ -1,6 +1,7 @@
 """Checks for notebook 05 (multi-head attention): splitting into heads, merging them back, and a
-whole ``MultiHeadAttention`` module (the student writes ``forward``; the check loads the same
-seeded weights into the student's module and the reference)."""
+whole ``MultiHeadAttention`` module written from scratch (the student writes ``forward``; the check
+loads the same seeded weights, in the (n_heads, d_model, d_head) layout, into the student's module
+and into ``torch.nn.MultiheadAttention``, the oracle, and compares their outputs)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import math
 import torch
 
 from course_utils import multihead
-from course_utils.attention import scaled_dot_product_attention
 from course_utils.checks.core import Case, Exercise, Mistake
-from course_utils.masking import causal_mask
+from course_utils.masking import causal_mask, padding_mask
 
 F64 = torch.float64
 
@@ -97,52 +97,101 @@ MERGE_HEADS = Exercise(
 )
 
 
-# -- the whole module -----------------------------------------------------------------------------
+# -- the whole module, written from scratch ---------------------------------------------------------
 def _module_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
+    lengths_mask = causal_mask(5) & padding_mask([5, 3], 5)  # (batch, q_pos, k_pos): a batch with padding
     return [
         Case("d_model=12, 3 heads, causal mask, batch of 2", (12, 3, torch.randn(2, 5, 12, generator=gen, dtype=F64), causal_mask(5), seed)),
         Case("d_model=16, 4 heads, no mask", (16, 4, torch.randn(1, 6, 16, generator=gen, dtype=F64), None, seed + 100)),
         Case("d_model=8, 1 head, causal mask", (8, 1, torch.randn(2, 3, 8, generator=gen, dtype=F64), causal_mask(3), seed + 200)),
+        Case("d_model=12, 2 heads, causal & padding mask of shape (batch, q_pos, k_pos)",
+             (12, 2, torch.randn(2, 5, 12, generator=gen, dtype=F64), lengths_mask, seed + 300)),
     ]
 
 
-def _load_weights(module, d_model: int, seed: int) -> None:
+WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
+
+
+def _load_weights(module, d_model: int, n_heads: int, seed: int) -> None:
+    """Seeded weights in the (n_heads, d_model, d_head) layout, copied into the module's parameters."""
+    d_head = d_model // n_heads
     gen = torch.Generator().manual_seed(seed)
-    bound = 1 / math.sqrt(d_model)
+    shapes = {"W_Q": (n_heads, d_model, d_head), "W_K": (n_heads, d_model, d_head), "W_V": (n_heads, d_model, d_head),
+              "W_O": (n_heads, d_head, d_model), "b_Q": (n_heads, d_head), "b_K": (n_heads, d_head),
+              "b_V": (n_heads, d_head), "b_O": (d_model,)}
     with torch.no_grad():
-        for name in ("W_Q", "W_K", "W_V", "W_O"):
-            layer = getattr(module, name)
-            layer.weight.copy_((torch.rand(d_model, d_model, generator=gen, dtype=F64) * 2 - 1) * bound)
-            layer.bias.copy_((torch.rand(d_model, generator=gen, dtype=F64) * 2 - 1) * bound)
+        for name in WEIGHT_NAMES:
+            getattr(module, name).copy_(torch.randn(shapes[name], generator=gen, dtype=F64) / math.sqrt(d_model))
 
 
 def _run_module(cls, case: Case):
     d_model, n_heads, x, mask, seed = case.args
     module = cls(d_model, n_heads).double()
-    _load_weights(module, d_model, seed)
+    _load_weights(module, d_model, n_heads, seed)
     with torch.no_grad():
         return module(x, mask)
 
 
+class TorchOracle(multihead.MultiHeadAttention):
+    """The reference: ``torch.nn.MultiheadAttention`` holding the same weights (its mask is True = blocked)."""
+
+    def forward(self, x, mask=None):
+        torch_mha = multihead.to_torch_mha(self)
+        torch_mask = None
+        if mask is not None:  # torch wants (q, k) or (batch * n_heads, q, k), True = not allowed
+            full = mask.expand(x.shape[0], x.shape[1], x.shape[1])  # (batch, q_pos, k_pos)
+            torch_mask = (~full).repeat_interleave(self.n_heads, dim=0)  # (batch * head, q_pos, k_pos)
+        out, _ = torch_mha(x, x, x, attn_mask=torch_mask, need_weights=False)
+        return out
+
+
+def _project(x, W, b):
+    return torch.einsum("bpm,hmd->bhpd", x, W) + b[:, None, :]  # (batch, head, pos, d_head)
+
+
+def _attend(module, x, mask, scale, *, mask_on=True, softmax_dim=-1, out_bias=True):
+    """A written-out multi-head forward with knobs for the typical mistakes."""
+    q, k, v = (_project(x, getattr(module, f"W_{n}"), getattr(module, f"b_{n}")) for n in "QKV")
+    scores = q @ k.transpose(-2, -1) * scale  # (batch, head, q_pos, k_pos)
+    if mask is not None and mask_on:
+        head_mask = mask[:, None] if mask.ndim == 3 else mask
+        scores = scores.masked_fill(~head_mask, float("-inf"))
+    z = torch.softmax(scores, dim=softmax_dim) @ v  # (batch, head, q_pos, d_head)
+    out = torch.einsum("bhpd,hdm->bpm", z, module.W_O)
+    return out + module.b_O if out_bias else out
+
+
 class _NoScaling(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
-        q, k, v = (multihead.split_heads(W(x), self.n_heads) for W in (self.W_Q, self.W_K, self.W_V))
-        scaled_q = q * math.sqrt(self.d_head)  # cancels the 1/sqrt(d_head) inside
-        return self.W_O(multihead.merge_heads(scaled_dot_product_attention(scaled_q, k, v, mask)))
+        return _attend(self, x, mask, 1.0)
 
 
 class _ScalesByDModel(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
-        q, k, v = (multihead.split_heads(W(x), self.n_heads) for W in (self.W_Q, self.W_K, self.W_V))
-        q = q * math.sqrt(self.d_head / self.d_model)  # overall 1/sqrt(d_model)
-        return self.W_O(multihead.merge_heads(scaled_dot_product_attention(q, k, v, mask)))
+        return _attend(self, x, mask, 1 / math.sqrt(self.d_model))
 
 
-class _ReshapeSplit(multihead.MultiHeadAttention):
+class _IgnoresMask(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
-        q, k, v = (_split_by_reshape_only(W(x), self.n_heads) for W in (self.W_Q, self.W_K, self.W_V))
-        return self.W_O(_merge_by_reshape_only(scaled_dot_product_attention(q, k, v, mask)))
+        return _attend(self, x, mask, 1 / math.sqrt(self.d_head), mask_on=False)
+
+
+class _InvertedMask(multihead.MultiHeadAttention):
+    def forward(self, x, mask=None):
+        mask = None if mask is None else ~mask | torch.eye(x.shape[1], dtype=torch.bool)  # keep rows non-empty
+        return _attend(self, x, mask, 1 / math.sqrt(self.d_head))
+
+
+class _SoftmaxOverQueries(multihead.MultiHeadAttention):
+    def forward(self, x, mask=None):
+        out = _attend(self, x, mask, 1 / math.sqrt(self.d_head), softmax_dim=-2)
+        return torch.nan_to_num(out)
+
+
+class _NoOutputBias(multihead.MultiHeadAttention):
+    def forward(self, x, mask=None):
+        return _attend(self, x, mask, 1 / math.sqrt(self.d_head), out_bias=False)
 
 
 class _NoOutputProjection(multihead.MultiHeadAttention):
@@ -150,29 +199,28 @@ class _NoOutputProjection(multihead.MultiHeadAttention):
         return multihead.merge_heads(self.head_outputs(x, mask))
 
 
-class _IgnoresMask(multihead.MultiHeadAttention):
-    def forward(self, x, mask=None):
-        return super().forward(x, None)
-
-
 MULTI_HEAD_ATTENTION = Exercise(
     name="multi_head_attention",
-    reference=multihead.MultiHeadAttention,
+    reference=TorchOracle,
     cases=_module_cases,
     run=_run_module,
     wants_class=True,
     function_name="MultiHeadAttention",
     mistakes=[
         Mistake("mask ignored", _IgnoresMask,
-                "the mask was not applied: pass it to the attention so queries cannot see later keys"),
+                "the mask was not applied: before the softmax, set the scores of the keys a query may not see to -inf"),
+        Mistake("mask inverted", _InvertedMask,
+                "your mask is the wrong way round: in this course True means 'may attend', so the False cells are the ones to block"),
         Mistake("no 1/sqrt(d_head)", _NoScaling,
                 "divide the scores q·k by sqrt(d_head) before the softmax"),
         Mistake("1/sqrt(d_model)", _ScalesByDModel,
                 "scale by sqrt(d_head), the width of one head's queries, not sqrt(d_model)"),
-        Mistake("reshape without transpose", _ReshapeSplit,
-                "split with reshape(batch, pos, n_heads, d_head).transpose(1, 2); a plain reshape to (batch, n_heads, pos, d_head) mixes positions"),
+        Mistake("softmax over queries", _SoftmaxOverQueries,
+                "the softmax runs over the keys (the last axis of the scores), so each query's weights sum to 1"),
+        Mistake("no b_O", _NoOutputBias,
+                "you left out the output bias b_O: add it once, after summing the heads' writes"),
         Mistake("no W_O", _NoOutputProjection,
-                "after merging the heads, project with W_O"),
+                "each head's output z goes through its own W_O[h] back to d_model, and the heads' results are summed"),
     ],
 )
 
