@@ -1,17 +1,23 @@
-"""Checks for notebook 05 (multi-head attention): splitting into heads, merging them back, and a
-whole ``MultiHeadAttention`` module written from scratch (the student writes ``forward``; the check
-loads the same seeded weights, in the (n_heads, d_model, d_head) layout, into the student's module
-and into ``torch.nn.MultiheadAttention``, the oracle, and compares their outputs)."""
+"""Checks for notebook 05 (multi-head attention): splitting into heads, merging them back, a whole
+``MultiHeadAttention`` module written from scratch (the student writes ``forward``; the check loads
+the same seeded weights, in the (n_heads, d_model, d_head) layout, into the student's module and
+into ``torch.nn.MultiheadAttention``, the oracle, and compares their outputs), and the
+previous-token and induction scores of a head, checked on hand-built patterns, random ones and
+the trained toy model's. Accepted alternatives and some mistakes live in ``_multihead_banks``."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 
 import torch
 
-from course_utils import multihead
+from course_utils import induction, multihead
+from course_utils.checks import _multihead_banks as banks
 from course_utils.checks.core import Case, Exercise, Mistake
 from course_utils.masking import causal_mask, padding_mask
+from course_utils.softmax import masked_softmax
 
 F64 = torch.float64
 
@@ -71,6 +77,12 @@ SPLIT_HEADS = Exercise(
         Mistake("no transpose", _split_no_transpose,
                 "your result is (batch, pos, head, d_head): move the head axis before pos with transpose(1, 2)"),
     ],
+    alternatives=banks.SPLIT_ALTERNATIVES,
+    hints=["Two steps: first cut the last axis into (n_heads, d_head) without touching batch or pos, then move the head "
+           "axis in front of the positions.",
+           "Reshape to (batch, pos, n_heads, d_model // n_heads); that keeps each head's columns together. Then swap "
+           "axes 1 and 2 to get (batch, n_heads, pos, d_head)."],
+    tolerance="exact",
 )
 
 
@@ -94,6 +106,11 @@ MERGE_HEADS = Exercise(
         Mistake("interleaved heads", _merge_interleaved,
                 "the heads' outputs go side by side (head 0's d_head numbers, then head 1's...), not interleaved"),
     ],
+    alternatives=banks.MERGE_ALTERNATIVES,
+    hints=["Undo split_heads step by step, in the opposite order.",
+           "Swap the head and position axes back to (batch, pos, n_heads, d_head), then join the last two axes into one "
+           "of width n_heads * d_head."],
+    tolerance="exact",
 )
 
 
@@ -146,52 +163,36 @@ class TorchOracle(multihead.MultiHeadAttention):
         return out
 
 
-def _project(x, W, b):
-    return torch.einsum("bpm,hmd->bhpd", x, W) + b[:, None, :]  # (batch, head, pos, d_head)
-
-
-def _attend(module, x, mask, scale, *, mask_on=True, softmax_dim=-1, out_bias=True):
-    """A written-out multi-head forward with knobs for the typical mistakes."""
-    q, k, v = (_project(x, getattr(module, f"W_{n}"), getattr(module, f"b_{n}")) for n in "QKV")
-    scores = q @ k.transpose(-2, -1) * scale  # (batch, head, q_pos, k_pos)
-    if mask is not None and mask_on:
-        head_mask = mask[:, None] if mask.ndim == 3 else mask
-        scores = scores.masked_fill(~head_mask, float("-inf"))
-    z = torch.softmax(scores, dim=softmax_dim) @ v  # (batch, head, q_pos, d_head)
-    out = torch.einsum("bhpd,hdm->bpm", z, module.W_O)
-    return out + module.b_O if out_bias else out
-
-
 class _NoScaling(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
-        return _attend(self, x, mask, 1.0)
+        return banks.attend(self, x, mask, 1.0)
 
 
 class _ScalesByDModel(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
-        return _attend(self, x, mask, 1 / math.sqrt(self.d_model))
+        return banks.attend(self, x, mask, 1 / math.sqrt(self.d_model))
 
 
 class _IgnoresMask(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
-        return _attend(self, x, mask, 1 / math.sqrt(self.d_head), mask_on=False)
+        return banks.attend(self, x, mask, 1 / math.sqrt(self.d_head), mask_on=False)
 
 
 class _InvertedMask(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
         mask = None if mask is None else ~mask | torch.eye(x.shape[1], dtype=torch.bool)  # keep rows non-empty
-        return _attend(self, x, mask, 1 / math.sqrt(self.d_head))
+        return banks.attend(self, x, mask, 1 / math.sqrt(self.d_head))
 
 
 class _SoftmaxOverQueries(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
-        out = _attend(self, x, mask, 1 / math.sqrt(self.d_head), softmax_dim=-2)
+        out = banks.attend(self, x, mask, 1 / math.sqrt(self.d_head), softmax_dim=-2)
         return torch.nan_to_num(out)
 
 
 class _NoOutputBias(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
-        return _attend(self, x, mask, 1 / math.sqrt(self.d_head), out_bias=False)
+        return banks.attend(self, x, mask, 1 / math.sqrt(self.d_head), out_bias=False)
 
 
 class _NoOutputProjection(multihead.MultiHeadAttention):
@@ -222,6 +223,13 @@ MULTI_HEAD_ATTENTION = Exercise(
         Mistake("no W_O", _NoOutputProjection,
                 "each head's output z goes through its own W_O[h] back to d_model, and the heads' results are summed"),
     ],
+    alternatives=banks.MODULE_ALTERNATIVES,
+    hints=["Follow the shapes: x (batch, pos, d_model) and W_Q (n_heads, d_model, d_head) should give q of shape (batch, "
+           "n_heads, pos, d_head); then it is notebook 03's attention with two leading axes; then back to d_model.",
+           "torch.einsum with the letters b, p, m, h, d names every axis, e.g. batch-pos-model times head-model-dhead to "
+           "batch-head-pos-dhead, plus the bias with a position axis inserted. Mask the scores with -inf where the mask is "
+           "False (a 3-d mask needs a head axis), softmax over keys, mix the values, and sum the heads through W_O "
+           "with another einsum; add b_O once."],
 )
 
 EXERCISES = {ex.name: ex for ex in (SPLIT_HEADS, MERGE_HEADS, MULTI_HEAD_ATTENTION)}
@@ -240,3 +248,112 @@ def check_merge_heads(fn):
 def check_multi_head_attention(cls):
     """Check a student's ``MultiHeadAttention`` class (its ``forward(x, mask=None)``)."""
     return MULTI_HEAD_ATTENTION.check(cls)
+
+
+# -- head scores on the trained toy model ---------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _trained_model():
+    """The toy model notebook 05 trains (default config, seed 0), trained once per process when first needed."""
+    return induction.train_induction_model(induction.InductionConfig(), seed=0)[0]
+
+
+def _hand_built(n_ctx: int, half_len: int) -> torch.Tensor:
+    """(1, 2, n, n): head 0 a perfect previous-token head, head 1 a perfect induction head (elsewhere: itself)."""
+    pattern = torch.zeros(1, 2, n_ctx, n_ctx, dtype=F64)
+    pattern[0, 0, 0, 0] = 1.0
+    pattern[0, 0, torch.arange(1, n_ctx), torch.arange(n_ctx - 1)] = 1.0
+    pattern[0, 1] = torch.eye(n_ctx, dtype=F64)
+    for q in range(half_len, n_ctx):
+        pattern[0, 1, q] = 0.0
+        pattern[0, 1, q, q - half_len + 1] = 1.0
+    return pattern
+
+
+def _random_causal(seed: int, batch: int, heads: int, n_ctx: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    scores = 2 * torch.randn(batch, heads, n_ctx, n_ctx, generator=gen, dtype=F64)
+    return masked_softmax(scores, causal_mask(n_ctx))  # (batch, head, q_pos, k_pos)
+
+
+def _model_patterns(model, seed: int) -> list[torch.Tensor]:
+    probe = induction.repeated_sequences(50, 10, model.cfg.d_vocab, torch.Generator().manual_seed(1000 + seed))
+    device = model.W_E.device
+    return [p.detach().cpu().double() for p in model.patterns(probe.to(device))]
+
+
+@functools.lru_cache(maxsize=4)
+def _default_patterns(seed: int) -> tuple[torch.Tensor, ...]:
+    return tuple(_model_patterns(_trained_model(), seed))
+
+
+def _score_cases(seed: int, model=None, with_half_len: bool = False) -> list[Case]:
+    layer0, layer1 = _default_patterns(seed) if model is None else _model_patterns(model, seed)
+    raw = [("random causal patterns, batch 3, 4 heads, 10 tokens, half_len 5", _random_causal(seed, 3, 4, 10), 5),
+           ("hand-built: a previous-token head and an induction head, 12 tokens, half_len 6", _hand_built(12, 6), 6),
+           ("the trained toy model's layer 0 on repeated sequences (half_len 10)", layer0, 10),
+           ("the trained toy model's layer 1 on repeated sequences (half_len 10)", layer1, 10)]
+    return [Case(label, (pattern, half_len) if with_half_len else (pattern,)) for label, pattern, half_len in raw]
+
+
+def _model_checked(exercise: Exercise, model, with_half_len: bool) -> Exercise:
+    if model is None:
+        return exercise
+    if not isinstance(model, induction.AttentionOnlyTransformer):
+        raise TypeError(f"model must be the notebook's trained AttentionOnlyTransformer, got {type(model).__name__}")
+    return dataclasses.replace(exercise, cases=lambda seed: _score_cases(seed, model, with_half_len))
+
+
+PREVIOUS_TOKEN_SCORES = Exercise(
+    name="previous_token_scores",
+    reference=induction.previous_token_scores,
+    cases=_score_cases,
+    mistakes=[
+        Mistake("the diagonal itself", banks.prev_self, "you measured attention to the query's own position: the previous "
+                "token is one column to the LEFT of the diagonal (key = query - 1)"),
+        Mistake("the next token", banks.prev_next, "you read the stripe above the diagonal (key = query + 1), which a causal "
+                "pattern never attends to: the previous token is key = query - 1"),
+        Mistake("divides by every query", banks.prev_all_queries, "query 0 has no previous token: average over queries 1 to "
+                "the end only (n_ctx - 1 of them), not over all n_ctx"),
+        Mistake("averaged over heads too", banks.prev_over_heads, "return one score per head, shape (head,): average over the "
+                "batch and the queries, not over the heads"),
+    ],
+    alternatives=banks.PREVIOUS_TOKEN_ALTERNATIVES,
+    hints=["For each query, how much weight goes to the key right before it? Collect those numbers, then average them.",
+           "Those weights lie on the stripe just below the diagonal of the (q_pos, k_pos) table. Take that stripe "
+           "(torch has a function for a diagonal with an offset, over chosen axes) and average over the batch and "
+           "along the stripe, keeping the head axis."],
+)
+
+INDUCTION_SCORES = Exercise(
+    name="induction_scores",
+    reference=induction.induction_scores,
+    cases=lambda seed: _score_cases(seed, with_half_len=True),
+    mistakes=[
+        Mistake("the earlier copy itself", banks.ind_copy, "you measured attention to the earlier copy of the query's own "
+                "token (key = query - half_len); an induction head looks at the token AFTER it, key = query - half_len + 1"),
+        Mistake("first-half queries included", banks.ind_all_queries, "only queries in the repeat (query >= half_len) "
+                "have an earlier copy: leave out the queries of the first half"),
+        Mistake("one too far", banks.ind_too_far, "the token that came next last time is at key = query - half_len + 1, "
+                "not query - half_len + 2"),
+        Mistake("averaged over heads too", banks.ind_over_heads, "return one score per head, shape (head,): average over "
+                "the batch and the queries, not over the heads"),
+    ],
+    alternatives=banks.INDUCTION_ALTERNATIVES,
+    hints=["Query i in the second half holds the same token as position i - half_len. Which key holds the token that "
+           "followed it last time? Average the weight on that key over the second-half queries.",
+           "The keys i - half_len + 1 form a stripe half_len - 1 below the diagonal. Take that stripe and keep only the "
+           "entries whose query is at least half_len (the stripe's first entry belongs to query half_len - 1); average "
+           "over the batch and those queries, keeping the head axis."],
+)
+
+EXERCISES.update({ex.name: ex for ex in (PREVIOUS_TOKEN_SCORES, INDUCTION_SCORES)})
+
+
+def check_previous_token_scores(fn, model=None):
+    """Check ``previous_token_scores(pattern)``; with ``model`` (the notebook's trained one) on its patterns."""
+    return _model_checked(PREVIOUS_TOKEN_SCORES, model, False).check(fn)
+
+
+def check_induction_scores(fn, model=None):
+    """Check ``induction_scores(pattern, half_len)``; with ``model`` (the notebook's trained one) on its patterns."""
+    return _model_checked(INDUCTION_SCORES, model, True).check(fn)
