@@ -4,7 +4,8 @@ Covers: ``AttentionOnlyTransformer`` (embeddings, positions, ``n_layers`` causal
 attention layers added to the residual stream, unembedding; no MLPs, no LayerNorm),
 ``periodic_sequences`` (training data: a random block repeated), ``repeated_sequences`` (random
 tokens, then the same tokens again, for measuring), ``train_induction_model`` (seeded from its
-own generator, on the device it is given), and two head scores: ``previous_token_scores`` (how much each head looks
+own generator, on the device it is given; ``trained_induction_model`` remembers the result within
+the process), and two head scores: ``previous_token_scores`` (how much each head looks
 one position back) and ``induction_scores`` (how much each head, in the repeat, looks at the
 position just *after* the current token's earlier occurrence: the "induction" pattern that lets the
 model continue the copy). Leaves out MLPs, LayerNorm and anything about real text.
@@ -12,6 +13,8 @@ model continue the copy). Leaves out MLPs, LayerNorm and anything about real tex
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -127,6 +130,24 @@ def train_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 
         return _train(cfg, seed, device)
     finally:
         torch.set_num_threads(threads_before)
+
+
+@functools.lru_cache(maxsize=4)
+def _remembered(cfg: InductionConfig, seed: int, device: str) -> tuple[AttentionOnlyTransformer, tuple[float, ...]]:
+    model, losses = train_induction_model(cfg, seed, device=device)
+    return model, tuple(losses)
+
+
+def trained_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 0,
+                            device: torch.device | str | None = None) -> tuple[AttentionOnlyTransformer, list[float]]:
+    """``train_induction_model``, trained once per (cfg, seed, device) in this process and remembered.
+
+    Each call returns a fresh copy, so changing the model (switching a head off) never changes what
+    the next caller gets; notebook 05 and its checks share one training run this way.
+    """
+    device = torch.device("cpu" if device is None else device)
+    model, losses = _remembered(cfg, seed, str(device))
+    return copy.deepcopy(model), list(losses)
 
 
 def _train(cfg: InductionConfig, seed: int, device: torch.device) -> tuple[AttentionOnlyTransformer, list[float]]:

@@ -142,3 +142,16 @@ def test_trains_on_cuda_from_the_same_start_as_on_the_cpu():
     from course_utils.induction import repeat_loss
     loss = repeat_loss(gpu_model(data.cuda()), data.cuda(), periods.cuda())
     assert loss.device.type == "cuda"
+
+
+def test_trained_induction_model_trains_once_and_hands_out_copies():
+    from course_utils.induction import trained_induction_model
+
+    cfg = InductionConfig(steps=2)
+    first, losses = trained_induction_model(cfg, seed=3)
+    with torch.no_grad():
+        first.W_E.zero_()  # a caller changing its copy...
+    second, again = trained_induction_model(cfg, seed=3)
+    assert again == losses and torch.count_nonzero(second.W_E) > 0  # ...does not change the next one
+    fresh, fresh_losses = train_induction_model(cfg, seed=3)
+    assert fresh_losses == losses and torch.equal(fresh.W_E, second.W_E)

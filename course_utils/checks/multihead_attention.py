@@ -7,7 +7,6 @@ the trained toy model's. Accepted alternatives and some mistakes live in ``_mult
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -251,10 +250,9 @@ def check_multi_head_attention(cls):
 
 
 # -- head scores on the trained toy model ---------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
 def _trained_model():
-    """The toy model notebook 05 trains (default config, seed 0), trained once per process when first needed."""
-    return induction.train_induction_model(induction.InductionConfig(), seed=0)[0]
+    """The toy model notebook 05 trains (default config, seed 0, CPU), shared with the notebook's run."""
+    return induction.trained_induction_model(induction.InductionConfig(), seed=0)[0]
 
 
 def _hand_built(n_ctx: int, half_len: int) -> torch.Tensor:
@@ -286,21 +284,13 @@ def _default_patterns(seed: int) -> tuple[torch.Tensor, ...]:
     return tuple(_model_patterns(_trained_model(), seed))
 
 
-def _score_cases(seed: int, model=None, with_half_len: bool = False) -> list[Case]:
-    layer0, layer1 = _default_patterns(seed) if model is None else _model_patterns(model, seed)
+def _score_cases(seed: int, with_half_len: bool = False) -> list[Case]:
+    layer0, layer1 = _default_patterns(seed)
     raw = [("random causal patterns, batch 3, 4 heads, 10 tokens, half_len 5", _random_causal(seed, 3, 4, 10), 5),
            ("hand-built: a previous-token head and an induction head, 12 tokens, half_len 6", _hand_built(12, 6), 6),
            ("the trained toy model's layer 0 on repeated sequences (half_len 10)", layer0, 10),
            ("the trained toy model's layer 1 on repeated sequences (half_len 10)", layer1, 10)]
     return [Case(label, (pattern, half_len) if with_half_len else (pattern,)) for label, pattern, half_len in raw]
-
-
-def _model_checked(exercise: Exercise, model, with_half_len: bool) -> Exercise:
-    if model is None:
-        return exercise
-    if not isinstance(model, induction.AttentionOnlyTransformer):
-        raise TypeError(f"model must be the notebook's trained AttentionOnlyTransformer, got {type(model).__name__}")
-    return dataclasses.replace(exercise, cases=lambda seed: _score_cases(seed, model, with_half_len))
 
 
 PREVIOUS_TOKEN_SCORES = Exercise(
@@ -349,11 +339,11 @@ INDUCTION_SCORES = Exercise(
 EXERCISES.update({ex.name: ex for ex in (PREVIOUS_TOKEN_SCORES, INDUCTION_SCORES)})
 
 
-def check_previous_token_scores(fn, model=None):
-    """Check ``previous_token_scores(pattern)``; with ``model`` (the notebook's trained one) on its patterns."""
-    return _model_checked(PREVIOUS_TOKEN_SCORES, model, False).check(fn)
+def check_previous_token_scores(fn):
+    """Check ``previous_token_scores(pattern)``, also on the trained toy model's patterns."""
+    return PREVIOUS_TOKEN_SCORES.check(fn)
 
 
-def check_induction_scores(fn, model=None):
-    """Check ``induction_scores(pattern, half_len)``; with ``model`` (the notebook's trained one) on its patterns."""
-    return _model_checked(INDUCTION_SCORES, model, True).check(fn)
+def check_induction_scores(fn):
+    """Check ``induction_scores(pattern, half_len)``, also on the trained toy model's patterns."""
+    return INDUCTION_SCORES.check(fn)
