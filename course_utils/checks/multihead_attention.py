@@ -79,8 +79,8 @@ SPLIT_HEADS = Exercise(
     alternatives=banks.SPLIT_ALTERNATIVES,
     hints=["Two steps: first cut the last axis into (n_heads, d_head) without touching batch or pos, then move the head "
            "axis in front of the positions.",
-           "Reshape to (batch, pos, n_heads, d_model // n_heads); that keeps each head's columns together. Then swap "
-           "axes 1 and 2 to get (batch, n_heads, pos, d_head)."],
+           "A reshape that only splits the last axis into a heads axis and a d_head axis keeps each head's columns "
+           "together; after it the head axis sits third, so swap it with the position axis."],
     tolerance="exact",
 )
 
