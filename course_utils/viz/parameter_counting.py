@@ -1,6 +1,6 @@
 """Notebook 08's figures and its parameter-counter widget.
 
-``plot_budget_shares(counts)`` draws a model's parameter budget as one stacked bar (GPT-3: embedding,
+``figure_image(fig)`` shows a figure in an ordinary cell; ``plot_budget_shares(counts)`` draws a model's parameter budget as one stacked bar (GPT-3: embedding,
 attention, MLP, unembedding); ``plot_models(rows)`` compares total and active parameters of several
 models; ``counter_widget()`` has sliders for d_model, layers, heads, KV heads, vocabulary, context,
 experts and k and shows the live parameter and FLOP breakdown as bars with a plain-text readout.
@@ -12,7 +12,10 @@ error as a ``WARNING`` line. CSS classes (WIDGET_CONTRACT.md): ``course-counter`
 
 from __future__ import annotations
 
+import io
+
 import ipywidgets as widgets
+from IPython.display import Image
 
 from course_utils import compute, counting
 from course_utils.counting import ModelConfig
@@ -28,6 +31,13 @@ SLIDERS = {  # field: (min, max, step, start) — the start is GPT-2 small
     "d_model": (64, 16384, 64, 768), "n_layers": (1, 128, 1, 12), "n_heads": (1, 128, 1, 12),
     "n_kv_heads": (1, 128, 1, 12), "d_vocab": (256, 262144, 1, 50257), "n_ctx": (128, 131072, 128, 1024),
     "n_experts": (1, 64, 1, 1), "experts_per_token": (1, 8, 1, 1)}
+
+
+def figure_image(fig) -> Image:
+    """A figure as a PNG for a notebook cell's output (figures from ``new_figure`` are unknown to pyplot)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=fig.get_dpi())
+    return Image(data=buffer.getvalue(), format="png")
 
 
 def plot_budget_shares(counts: dict[str, int], title: str = ""):
