@@ -44,6 +44,11 @@ def test_the_cat_sat_worked_example():
     out = scaled_dot_product_attention(q, k, v)[1]
     _assert_close(out, torch.tensor([2 * e, e + 2], dtype=torch.float64) / (2 * e + 1))
     assert [round(t, 3) for t in out.tolist()] == [0.998, 0.503]
+    # the notebook prints both: e^(8/√2) = 286.2 but e^5.66 (the score rounded) = 287.1, and cat's
+    # weighted value is 0.003 unrounded but 0.004 from the rounded weight 0.002 (the seed's figure)
+    assert f"{e:.1f}" == "286.2" and f"{math.exp(round(s, 2)):.1f}" == "287.1"
+    cat_weight = weights[1].item()
+    assert f"{cat_weight * v[1, 1].item():.3f}" == "0.003" and f"{round(cat_weight, 3) * v[1, 1].item():.3f}" == "0.004"
 
 
 def test_equal_scores_average_the_values():
@@ -332,3 +337,11 @@ def test_dk_widget_classes_and_readout(monkeypatch):
     assert readout.value.startswith("d_k = 4<br>") and "nan" not in readout.value
     slider.value = 512
     assert readout.value.startswith("d_k = 512<br>")
+
+
+def test_pattern_stats_summarises_rows():
+    from course_utils.attention import pattern_stats
+
+    stats = pattern_stats(torch.tensor([[0.5, 0.5], [1.0, 0.0]], dtype=torch.float64))
+    assert stats["max_weight"] == pytest.approx(0.75)
+    assert stats["entropy"] == pytest.approx(math.log(2) / 2)
