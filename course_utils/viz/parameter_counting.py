@@ -1,0 +1,154 @@
+"""Notebook 08's figures and its parameter-counter widget.
+
+``figure_image(fig)`` shows a figure in an ordinary cell; ``plot_budget_shares(counts)`` draws a model's parameter budget as one stacked bar (GPT-3: embedding,
+attention, MLP, unembedding); ``plot_models(rows)`` compares total and active parameters of several
+models; ``counter_widget()`` has sliders for d_model, layers, heads, KV heads, vocabulary, context,
+experts and k and shows the live parameter and FLOP breakdown as bars with a plain-text readout.
+All the maths is ``course_utils.counting`` / ``course_utils.compute`` (via ``counter_state``); a
+setting the counter refuses (d_model not divisible by n_heads, k > experts...) shows the library's
+error as a ``WARNING`` line. CSS classes (WIDGET_CONTRACT.md): ``course-counter``,
+``course-counter-<field>`` per slider, ``course-counter-style``, ``course-readout``, ``course-figure``.
+"""
+
+from __future__ import annotations
+
+import io
+
+import ipywidgets as widgets
+from IPython.display import Image
+
+from course_utils import compute, counting
+from course_utils.counting import ModelConfig
+from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
+
+GROUP_COLOURS = {"embedding": "#4c72b0", "attention": "#dd8452", "mlp": "#55a868", "unembedding": "#8172b3", "norms": "#937860"}
+STYLES = {  # architecture options the widget offers; d_mlp is a multiple of d_model
+    "GPT-2 (GELU, LayerNorm, learned positions, tied)": ({}, 4.0),
+    "Llama (SwiGLU, RMSNorm, rotary, untied, no biases)": (
+        {"mlp": "swiglu", "norm": "rmsnorm", "positions": "rotary", "tie_embeddings": False, "bias": False}, 3.5),
+}
+SLIDERS = {  # field: (min, max, step, start) — the start is GPT-2 small
+    "d_model": (64, 16384, 64, 768), "n_layers": (1, 128, 1, 12), "n_heads": (1, 128, 1, 12),
+    "n_kv_heads": (1, 128, 1, 12), "d_vocab": (256, 262144, 1, 50257), "n_ctx": (128, 131072, 128, 1024),
+    "n_experts": (1, 64, 1, 1), "experts_per_token": (1, 8, 1, 1)}
+
+
+def figure_image(fig) -> Image:
+    """A figure as a PNG for a notebook cell's output (figures from ``new_figure`` are unknown to pyplot)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=fig.get_dpi())
+    return Image(data=buffer.getvalue(), format="png")
+
+
+def plot_budget_shares(counts: dict[str, int], title: str = ""):
+    """One horizontal stacked bar of ``group_counts(counts)`` as percentages of the total."""
+    groups = {k: v for k, v in counting.group_counts(counts).items() if v}
+    fig, ax = new_figure((8, 2.4))
+    left = 0.0
+    for name, n in groups.items():
+        share = 100 * n / counts["total"]
+        ax.barh([0], [share], left=left, color=GROUP_COLOURS[name], label=f"{name} {share:.2f}%")
+        left += share
+    ax.set_xlim(0, 100)
+    ax.set_yticks([])
+    ax.set_xlabel("share of all parameters (%)")
+    ax.set_title(title)
+    ax.legend(ncol=len(groups), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.6), frameon=False)
+    fig.subplots_adjust(left=0.03, right=0.97, top=0.85, bottom=0.5)
+    return fig
+
+
+def plot_models(rows: dict[str, tuple[int, int]]):
+    """Bars of total and active parameters per model (log scale): ``rows = {name: (total, active)}``."""
+    fig, ax = new_figure((8, 3.2))
+    xs = range(len(rows))
+    totals, actives = zip(*rows.values())
+    ax.bar([x - 0.2 for x in xs], totals, width=0.4, label="total (capacity)")
+    ax.bar([x + 0.2 for x in xs], actives, width=0.4, label="active per token (cost)")
+    ax.set_xticks(list(xs), list(rows), rotation=20, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("parameters")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def counter_state(style: str = next(iter(STYLES)), **sizes: int) -> dict:
+    """Config, counts, active counts, FLOPs per token at n_ctx and KV cache: or the library's error.
+
+    ``counter_state(d_model=768, n_layers=12, n_heads=12, n_kv_heads=12, d_vocab=50257, n_ctx=1024,
+    n_experts=1, experts_per_token=1)["counts"]["total"]`` -> 124,439,808.
+    """
+    options, width = STYLES[style]
+    try:
+        cfg = ModelConfig(**sizes, d_mlp=max(1, round(width * sizes.get("d_model", 1))), **options)
+    except (ValueError, TypeError) as error:
+        return {"error": str(error)}
+    return {"cfg": cfg, "counts": counting.count_parameters(cfg), "active": counting.active_parameters(cfg),
+            "flops": compute.forward_flops(cfg, cfg.n_ctx), "kv_bytes": compute.kv_cache_bytes_per_token(cfg)}
+
+
+def counter_readout(state: dict) -> str:
+    """Plain lines: ``total parameters: 124,439,808``, ``active parameters: ...``, one per group, FLOPs, KV cache."""
+    if "error" in state:
+        return f"WARNING: {state['error']}"
+    lines = [f"total parameters: {state['counts']['total']:,}", f"active parameters: {state['active']['total']:,}"]
+    lines += [f"{name}: {n:,}" for name, n in counting.group_counts(state["counts"]).items()]
+    seq = state["cfg"].n_ctx
+    lines.append(f"forward FLOPs per token at {seq:,} tokens: {state['flops']['total'] / seq:.4g}")
+    lines.append(f"KV cache per token (bf16): {state['kv_bytes']:,} bytes")
+    return "<br>".join(lines)
+
+
+def plot_counter(state: dict):
+    """Parameters per group (total and active) beside FLOPs per token (weights vs attention)."""
+    fig, (left, right) = new_figure((9, 3.2), 1, 2)
+    if "error" in state:
+        for ax in (left, right):
+            ax.text(0.5, 0.5, "no model:\n" + state["error"].replace(" must", "\nmust"), ha="center", va="center", fontsize=9)
+            ax.set_axis_off()
+        return fig
+    total, active = counting.group_counts(state["counts"]), counting.group_counts(state["active"])
+    xs = range(len(total))
+    left.bar([x - 0.2 for x in xs], list(total.values()), width=0.4, label="total",
+             color=[GROUP_COLOURS[g] for g in total])
+    left.bar([x + 0.2 for x in xs], list(active.values()), width=0.4, label="active", color="#cccccc", edgecolor="black")
+    left.set_xticks(list(xs), list(total), fontsize=8)
+    left.set_ylabel("parameters")
+    left.set_title(f"{state['counts']['total']:,} parameters", fontsize=9)
+    left.legend(fontsize=8)
+    seq, flops = state["cfg"].n_ctx, state["flops"]
+    right.bar(["weights", "attention"], [flops["weights"] / seq, flops["attention"] / seq], color=["#55a868", "#dd8452"])
+    right.set_title(f"forward FLOPs per token ({seq:,} tokens)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def counter_widget() -> widgets.VBox:
+    """The widget: eight integer sliders and an architecture choice -> live breakdown and readout."""
+    sliders = {}
+    for field, (low, high, step, start) in SLIDERS.items():
+        slider = widgets.IntSlider(value=start, min=low, max=high, step=step, description=field,
+                                   continuous_update=False, style={"description_width": "120px"})
+        slider.add_class(f"course-counter-{field.replace('_', '-')}")
+        sliders[field] = slider
+    style = widgets.Dropdown(options=list(STYLES), description="architecture")
+    style.add_class("course-counter-style")
+    readout = widgets.HTML()
+    readout.add_class("course-readout")
+    figure = widgets.Output()
+    figure.add_class("course-figure")
+
+    def _redraw(_change=None) -> None:
+        with redraw_lock():  # read the controls inside the lock: the last callback shows the final state
+            state = counter_state(style.value, **{field: s.value for field, s in sliders.items()})
+            readout.value = counter_readout(state)
+            show_figure(figure, plot_counter(state))
+
+    for control in (*sliders.values(), style):
+        control.observe(_redraw, names="value")
+    _redraw()
+    columns = list(sliders.values())
+    box = widgets.VBox([style, widgets.HBox([widgets.VBox(columns[:4]), widgets.VBox(columns[4:])]), readout, figure])
+    box.add_class("course-counter")
+    return box

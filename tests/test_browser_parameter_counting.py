@@ -1,0 +1,76 @@
+"""Notebook 08's parameter counter in a real browser (JupyterLab + headless Chromium).
+
+Reuses the shared server and browser fixtures of tests/test_browser.py. The oracle is the library:
+``count_parameters`` / ``active_parameters`` of the ``ModelConfig`` the test has set with the
+sliders (and, through the tests of ``course_utils.counting``, the real modules behind it).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from course_utils import counting
+from course_utils.counting import ModelConfig
+from course_utils.viz.parameter_counting import SLIDERS, STYLES
+from test_browser import (assert_figures_not_blank, assert_output_images_not_blank, browser, figure_png, lab,  # noqa: F401
+                          screenshot, type_slider_value, wait_for_new_figure, wait_for_readout)
+
+pytestmark = pytest.mark.timeout(600)
+
+NOTEBOOK = "08_parameter_counting.ipynb"
+START = {field: start for field, (_, _, _, start) in SLIDERS.items()}
+
+
+def _shown(text: str, label: str) -> int:
+    match = re.search(rf"{label}: ([\d,]+)", text)
+    assert match, f"no '{label}: N' line in the readout:\n{text}"
+    return int(match.group(1).replace(",", ""))
+
+
+def _oracle(**sizes) -> ModelConfig:
+    return ModelConfig(**sizes, d_mlp=4 * sizes["d_model"], **STYLES[next(iter(STYLES))][0])
+
+
+def _slider(root, field: str):
+    return root.locator(f".course-counter-{field.replace('_', '-')}")
+
+
+@pytest.mark.browser
+def test_counter_sliders_update_counts_and_figure(browser):
+    page = browser.notebook(NOTEBOOK)
+    root = page.locator(".course-counter").first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout").first
+    assert_figures_not_blank(page, root, "counter-initial")
+    text = wait_for_readout(readout, lambda t: "total parameters:" in t, "the first readout")
+    assert _shown(text, "total parameters") == counting.count_parameters(_oracle(**START))["total"] == 124_439_808
+    before = figure_png(root)
+
+    sizes = dict(START)
+    for field, value in (("n_layers", 24), ("d_model", 1024), ("n_heads", 16), ("n_kv_heads", 4)):
+        type_slider_value(page, _slider(root, field), str(value))
+        sizes[field] = value
+        expected = counting.count_parameters(_oracle(**sizes))["total"]
+        text = wait_for_readout(readout, lambda t: "total parameters" in t and _shown(t, "total parameters") == expected,
+                                f"total {expected:,} after {field} = {value}")
+    before = wait_for_new_figure(root, before, "four slider changes")
+
+    for field, value in (("n_experts", 8), ("experts_per_token", 2)):
+        type_slider_value(page, _slider(root, field), str(value))
+        sizes[field] = value
+    cfg = _oracle(**sizes)
+    text = wait_for_readout(readout, lambda t: "active parameters" in t
+                            and _shown(t, "active parameters") == counting.active_parameters(cfg)["total"],
+                            "the active count of 8 experts, top-2")
+    assert _shown(text, "total parameters") == counting.count_parameters(cfg)["total"]
+    assert _shown(text, "total parameters") > _shown(text, "active parameters")
+
+    type_slider_value(page, _slider(root, "n_heads"), "15")  # 1024 is not divisible by 15
+    text = wait_for_readout(readout, lambda t: t.startswith("WARNING"), "a WARNING for d_model % n_heads")
+    assert "n_heads" in text and "nan" not in text.lower()
+    assert_figures_not_blank(page, root, "counter-warning")
+    screenshot(page, "parameter-counter")
+    assert_output_images_not_blank(page, "notebook 08")
+    browser.assert_offline()
