@@ -1,6 +1,6 @@
 """Notebook 08's parameter counter in a real browser (JupyterLab + headless Chromium).
 
-Reuses the shared server and browser fixtures of tests/test_browser.py. The oracle is the library:
+Uses the shared server and browser fixtures of tests/conftest.py. The oracle is the library:
 ``count_parameters`` / ``active_parameters`` of the ``ModelConfig`` the test has set with the
 sliders (and, through the tests of ``course_utils.counting``, the real modules behind it).
 """
@@ -14,8 +14,15 @@ import pytest
 from course_utils import counting
 from course_utils.counting import ModelConfig
 from course_utils.viz.parameter_counting import SLIDERS, STYLES
-from test_browser import (assert_figures_not_blank, assert_output_images_not_blank, browser, figure_png, lab,  # noqa: F401
-                          screenshot, type_slider_value, wait_for_new_figure, wait_for_readout)
+from browser.session import (
+    assert_figures_not_blank,
+    assert_output_images_not_blank,
+    figure_png,
+    screenshot,
+    type_slider_value,
+    wait_for_new_figure,
+    wait_for_readout,
+)
 
 pytestmark = pytest.mark.timeout(600)
 
