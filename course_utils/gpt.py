@@ -16,6 +16,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 import torch
+import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
@@ -25,6 +26,7 @@ from course_utils.mlp import MLP
 from course_utils.multihead import MultiHeadAttention
 
 NORMS = ("pre", "post")
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda h: F.gelu(h, approximate="tanh")}
 
 
 @dataclass
@@ -77,8 +79,37 @@ class GPTConfig:
         return cls(**d)
 
 
+def fused_attention(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
+    """Causal ``attn(x)`` in three kernels: one matmul for Q, K and V, PyTorch's fused attention, one for W_O.
+
+    Same numbers as ``attn(x, causal_mask(pos))`` (tested); it reads the module's own parameters.
+    """
+    batch, pos, d_model = x.shape
+    W_QKV = torch.cat([attn.W_Q, attn.W_K, attn.W_V])  # (3·head, d_model, d_head)
+    W_QKV = W_QKV.permute(1, 0, 2).reshape(d_model, -1)  # (d_model, 3·head·d_head)
+    qkv = x.reshape(-1, d_model) @ W_QKV  # (batch·pos, 3·head·d_head)
+    if attn.b_Q is not None:
+        qkv = qkv + torch.cat([attn.b_Q, attn.b_K, attn.b_V]).reshape(-1)
+    q, k, v = qkv.reshape(batch, pos, 3, attn.n_heads, -1).permute(2, 0, 3, 1, 4)  # 3 × (batch, head, pos, d_head)
+    z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (batch, head, pos, d_head)
+    out = z.transpose(1, 2).reshape(batch, pos, d_model) @ attn.W_O.reshape(d_model, d_model)  # heads side by side
+    return out if attn.b_O is None else out + attn.b_O
+
+
+def fused_mlp(mlp: MLP, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
+    """``mlp(x)`` with PyTorch's built-in activation (same numbers, tested)."""
+    hidden = x @ mlp.W_in if mlp.b_in is None else torch.addmm(mlp.b_in, x.reshape(-1, x.shape[-1]), mlp.W_in)
+    out = _ACTIVATIONS[mlp.activation](hidden) @ mlp.W_out  # (batch·pos, d_model)
+    out = out.reshape(x.shape)
+    return out if mlp.b_out is None else out + mlp.b_out
+
+
 class Block(nn.Module):
-    """One transformer block. Pre-norm: ``x + attn(ln1(x))``, then ``+ mlp(ln2(x))``; post-norm: ``ln1(x + attn(x))`` ..."""
+    """One causal transformer block. Pre-norm: ``x + attn(ln1(x))``, then ``+ mlp(ln2(·))``; post-norm: ``ln1(x + attn(x))`` ...
+
+    ``impl="reference"`` runs the modules of notebooks 05 and 06 as written; ``"fused"`` the same
+    maths through PyTorch's kernels (``fused_attention``, ``fused_mlp``), for training.
+    """
 
     def __init__(self, cfg: GPTConfig):
         super().__init__()
@@ -88,17 +119,25 @@ class Block(nn.Module):
         self.ln2 = LayerNorm(cfg.d_model, cfg.ln_eps, cfg.bias)
         self.mlp = MLP(cfg.d_model, cfg.d_mlp, activation=cfg.activation, bias=cfg.bias)
 
-    def writes(self, x: Float[Tensor, "batch pos d_model"], mask=None, impl: str = "reference"):
-        """What a pre-norm block adds to the residual stream: (attention's write, MLP's write)."""
-        attn_out = self.attn(self.ln1(x), mask=mask, impl=impl)  # (batch, pos, d_model)
-        mlp_out = self.mlp(self.ln2(x + attn_out))  # (batch, pos, d_model)
-        return attn_out, mlp_out
+    def _sublayers(self, impl: str):
+        if impl == "fused":
+            return (lambda x: fused_attention(self.attn, x)), (lambda x: fused_mlp(self.mlp, x))
+        if impl != "reference":
+            raise ValueError(f"impl must be 'reference' or 'fused', got {impl!r}")
+        return (lambda x: self.attn(x, mask=causal_mask(x.shape[1], device=x.device))), self.mlp
 
-    def forward(self, x: Float[Tensor, "batch pos d_model"], mask=None, impl: str = "reference") -> Float[Tensor, "batch pos d_model"]:
+    def writes(self, x: Float[Tensor, "batch pos d_model"], impl: str = "reference"):
+        """What a pre-norm block adds to the residual stream: (attention's write, MLP's write)."""
+        attn, mlp = self._sublayers(impl)
+        attn_out = attn(self.ln1(x))  # (batch, pos, d_model)
+        return attn_out, mlp(self.ln2(x + attn_out))
+
+    def forward(self, x: Float[Tensor, "batch pos d_model"], impl: str = "reference") -> Float[Tensor, "batch pos d_model"]:
         if self.norm == "post":  # the 2017 arrangement: normalise after each addition
-            x = self.ln1(x + self.attn(x, mask=mask, impl=impl))
-            return self.ln2(x + self.mlp(x))
-        attn_out, mlp_out = self.writes(x, mask, impl)
+            attn, mlp = self._sublayers(impl)
+            x = self.ln1(x + attn(x))
+            return self.ln2(x + mlp(x))
+        attn_out, mlp_out = self.writes(x, impl)
         return x + attn_out + mlp_out
 
 
@@ -163,11 +202,9 @@ class GPT(nn.Module):
         return self.ln_final(x) @ self.unembedding()  # (batch, pos, d_vocab)
 
     def forward(self, tokens: Int[Tensor, "batch pos"], impl: str = "reference") -> Float[Tensor, "batch pos d_vocab"]:
-        tokens = check_tokens(tokens, self.cfg)
-        mask = causal_mask(tokens.shape[1], device=tokens.device)  # (pos, pos), True = may attend
-        x = self.embed(tokens)
+        x = self.embed(check_tokens(tokens, self.cfg))  # (batch, pos, d_model)
         for block in self.blocks:
-            x = block(x, mask=mask, impl=impl)
+            x = block(x, impl=impl)
         return self.unembed(x)
 
     def residual_writes(self, tokens: Int[Tensor, "batch pos"]) -> dict[str, Float[Tensor, "batch pos d_model"]]:
@@ -175,13 +212,23 @@ class GPT(nn.Module):
         if self.cfg.norm != "pre":
             raise ValueError("residual_writes needs a pre-norm model: post-norm rescales the stream after every block")
         tokens = check_tokens(tokens, self.cfg)
-        mask = causal_mask(tokens.shape[1], device=tokens.device)
         writes = {"W_E": self.W_E[tokens], "W_pos": self.W_pos[: tokens.shape[1]].expand(tokens.shape[0], -1, -1)}
         x = writes["W_E"] + writes["W_pos"]
         for i, block in enumerate(self.blocks):
-            writes[f"blocks.{i}.attn"], writes[f"blocks.{i}.mlp"] = block.writes(x, mask)
+            writes[f"blocks.{i}.attn"], writes[f"blocks.{i}.mlp"] = block.writes(x)
             x = x + writes[f"blocks.{i}.attn"] + writes[f"blocks.{i}.mlp"]
         return writes
+
+    @torch.no_grad()
+    def patterns(self, tokens: Int[Tensor, "batch pos"]) -> list[Float[Tensor, "batch head q_pos k_pos"]]:
+        """Every layer's attention pattern on ``tokens`` (for notebook 05's viewer), one tensor per layer."""
+        tokens = check_tokens(tokens, self.cfg)
+        mask = causal_mask(tokens.shape[1], device=tokens.device)
+        x, found = self.embed(tokens), []
+        for block in self.blocks:
+            found.append(block.attn.pattern(block.ln1(x) if block.norm == "pre" else x, mask))
+            x = block(x)
+        return found
 
     def num_params(self) -> int:
         """Distinct parameters (a tied W_E counts once): ``sum(p.numel() for p in model.parameters())``."""
