@@ -178,17 +178,22 @@ class GPT(nn.Module):
         self.reset_parameters()
 
     @torch.no_grad()
-    def reset_parameters(self) -> None:
-        """GPT-2's initialisation; seed with ``torch.manual_seed`` first for reproducible weights."""
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """GPT-2's initialisation, drawn in sorted-name order from ``generator`` (a CPU one) or the global seed.
+
+        Only this draw decides the weights (not the order the sub-modules were built in), so
+        ``model.reset_parameters(torch.Generator().manual_seed(0))`` always gives the same model.
+        """
         residual_std = self.cfg.init_std / math.sqrt(2 * self.cfg.n_layers)
-        for name, p in self.named_parameters():
+        for name, p in sorted(self.named_parameters()):
             leaf = name.rsplit(".", 1)[-1]
             if leaf == "w":  # LayerNorm scale
                 p.fill_(1.0)
             elif leaf.startswith("b_") or leaf == "b":
                 p.zero_()
-            else:
-                p.normal_(0.0, residual_std if leaf in ("W_O", "W_out") else self.cfg.init_std)
+            elif p.device.type != "meta":
+                std = residual_std if leaf in ("W_O", "W_out") else self.cfg.init_std
+                p.copy_(torch.randn(p.shape, generator=generator) * std)  # drawn on the CPU, copied to p's device
 
     def unembedding(self) -> Float[Tensor, "d_model d_vocab"]:
         """W_U, or W_Eᵀ when the embeddings are tied."""

@@ -27,8 +27,8 @@ class TrainConfig:
 
     steps: int = 600
     batch_size: int = 16
-    max_lr: float = 3e-3
-    min_lr: float = 3e-4
+    max_lr: float = 6e-3
+    min_lr: float = 6e-4
     warmup_steps: int = 40
     weight_decay: float = 0.1
     betas: tuple[float, float] = (0.9, 0.95)
@@ -88,7 +88,7 @@ def get_batch(ids: Int[Tensor, "n"], batch_size: int, n_ctx: int, generator: tor
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Learning rate at ``step``: linear warm-up to max_lr, then cosine decay to min_lr at the last step.
 
-    With the defaults: ``lr_at(0, cfg)`` -> 7.5e-05, ``lr_at(40, cfg)`` -> 0.003, ``lr_at(600, cfg)`` -> 0.0003.
+    With the defaults: ``lr_at(0, cfg)`` -> 0.00015, ``lr_at(40, cfg)`` -> 0.006, ``lr_at(600, cfg)`` -> 0.0006.
     """
     if step < cfg.warmup_steps:
         return cfg.max_lr * (step + 1) / cfg.warmup_steps
