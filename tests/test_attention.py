@@ -146,7 +146,6 @@ def test_scores_scale_with_sqrt_d_head():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("impl", ["reference", "fused"])
 def test_gpu_matches_cpu(impl):
     q, k, v = _qkv((2, 4, 32, 16), (2, 4, 32, 16), 16, torch.float32, seed=11)
@@ -250,10 +249,13 @@ def test_unknown_impl():
         _call(q, k, v, impl="flash")
 
 
-def test_follows_input_device_and_dtype():
+@pytest.mark.parametrize("impl", ["reference", "fused"])
+def test_follows_input_device_and_dtype(impl):
     q, k, v = _qkv((2, 4, 8), (2, 5, 8), 3, torch.float64)
-    out = _call(q, k, v)
-    assert out.dtype == torch.float64 and out.device == q.device and out.shape == (2, 4, 3)
+    assert _call(q, k, v, impl=impl).dtype == torch.float64
+    meta = [x.to("meta") for x in (q, k, v)]  # another device than the default one, on any machine
+    out = _call(*meta, mask=torch.ones(4, 5, dtype=torch.bool, device="meta"), impl=impl)
+    assert out.device.type == "meta" and out.dtype == torch.float64 and out.shape == (2, 4, 3)
 
 
 # -- one head as a module: torch.nn.MultiheadAttention (one head, no bias) is the oracle ------------
