@@ -3,8 +3,8 @@
 Covers: ``AttentionOnlyTransformer`` (embeddings, positions, ``n_layers`` causal multi-head
 attention layers added to the residual stream, unembedding; no MLPs, no LayerNorm),
 ``periodic_sequences`` (training data: a random block repeated), ``repeated_sequences`` (random
-tokens, then the same tokens again, for measuring), ``train_induction_model``
-(a few seconds on a CPU), and two head scores: ``previous_token_scores`` (how much each head looks
+tokens, then the same tokens again, for measuring), ``train_induction_model`` (seeded from its
+own generator, on the device it is given), and two head scores: ``previous_token_scores`` (how much each head looks
 one position back) and ``induction_scores`` (how much each head, in the repeat, looks at the
 position just *after* the current token's earlier occurrence: the "induction" pattern that lets the
 model continue the copy). Leaves out MLPs, LayerNorm and anything about real text.
@@ -24,7 +24,7 @@ from course_utils.multihead import MultiHeadAttention
 
 @dataclass(frozen=True)
 class InductionConfig:
-    """The toy task and model; the defaults train in a few seconds on two CPU cores."""
+    """The toy task and model; the defaults train in seconds on one CPU thread (notebook 05 times it)."""
 
     d_vocab: int = 24
     n_ctx: int = 20
@@ -39,27 +39,35 @@ class InductionConfig:
 
 
 class AttentionOnlyTransformer(nn.Module):
-    """``AttentionOnlyTransformer(InductionConfig())(tokens)`` -> logits of shape (batch, pos, d_vocab)."""
+    """``AttentionOnlyTransformer(InductionConfig())(tokens)`` -> logits of shape (batch, pos, d_vocab).
 
-    def __init__(self, cfg: InductionConfig):
+    Parameters: ``W_E`` (d_vocab, d_model), ``W_pos`` (n_ctx, d_model), ``layers`` of
+    ``MultiHeadAttention``, ``W_U`` (d_model, d_vocab). ``generator`` (a CPU torch.Generator), if
+    given, draws the initial weights instead of torch's global random state.
+    """
+
+    def __init__(self, cfg: InductionConfig, generator: torch.Generator | None = None):
         super().__init__()
         self.cfg = cfg
-        self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
-        self.W_pos = nn.Parameter(0.1 * torch.randn(cfg.n_ctx, cfg.d_model))
-        self.layers = nn.ModuleList(MultiHeadAttention(cfg.d_model, cfg.n_heads) for _ in range(cfg.n_layers))
-        self.W_U = nn.Linear(cfg.d_model, cfg.d_vocab, bias=False)
+        self.W_E = nn.Parameter(torch.randn(cfg.d_vocab, cfg.d_model, generator=generator))
+        self.W_pos = nn.Parameter(0.1 * torch.randn(cfg.n_ctx, cfg.d_model, generator=generator))
+        self.layers = nn.ModuleList(MultiHeadAttention(cfg.d_model, cfg.n_heads, generator=generator)
+                                    for _ in range(cfg.n_layers))
+        bound = 1 / cfg.d_model ** 0.5
+        self.W_U = nn.Parameter(torch.empty(cfg.d_model, cfg.d_vocab).uniform_(-bound, bound, generator=generator))
 
     def _embed(self, tokens: Tensor) -> Tensor:
-        if tokens.ndim != 2 or tokens.shape[1] > self.cfg.n_ctx:
-            raise ValueError(f"tokens must have shape (batch, pos <= n_ctx={self.cfg.n_ctx}), got {tuple(tokens.shape)}")
-        return self.W_E(tokens) + self.W_pos[: tokens.shape[1]]  # (batch, pos, d_model)
+        if not isinstance(tokens, Tensor) or tokens.ndim != 2 or tokens.shape[1] > self.cfg.n_ctx:
+            raise ValueError(f"tokens must have shape (batch, pos <= n_ctx={self.cfg.n_ctx}), "
+                             f"got {tuple(getattr(tokens, 'shape', ())) or type(tokens).__name__}")
+        return self.W_E[tokens] + self.W_pos[: tokens.shape[1]]  # (batch, pos, d_model)
 
     def forward(self, tokens: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d_vocab"]:
         resid = self._embed(tokens)
         mask = causal_mask(tokens.shape[1], device=tokens.device)
         for layer in self.layers:
             resid = resid + layer(resid, mask)
-        return self.W_U(resid)
+        return resid @ self.W_U  # (batch, pos, d_vocab)
 
     @torch.no_grad()
     def patterns(self, tokens: Int[Tensor, "batch pos"]) -> list[Float[Tensor, "batch head q_pos k_pos"]]:
@@ -87,7 +95,7 @@ def periodic_sequences(n_seqs: int, cfg: InductionConfig, generator: torch.Gener
     """
     periods = torch.randint(cfg.min_period, cfg.max_period + 1, (n_seqs,), generator=generator)
     blocks = torch.randint(0, cfg.d_vocab, (n_seqs, cfg.n_ctx), generator=generator)
-    index = torch.arange(cfg.n_ctx)[None, :] % periods[:, None]  # (batch, pos): position within the block
+    index = torch.arange(cfg.n_ctx, device=periods.device)[None, :] % periods[:, None]  # (batch, pos): position within the block
     return blocks.gather(1, index), periods
 
 
@@ -95,34 +103,40 @@ def repeat_loss(logits: Float[Tensor, "batch pos d_vocab"], tokens: Int[Tensor, 
     """Mean cross-entropy over the next tokens that are repeats (target position >= the row's period)."""
     targets = tokens[:, 1:]  # (batch, pos - 1)
     per_token = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), targets, reduction="none")  # (batch, pos - 1)
-    predictable = torch.arange(1, tokens.shape[1])[None, :] >= periods[:, None]  # (batch, pos - 1)
+    predictable = torch.arange(1, tokens.shape[1], device=tokens.device)[None, :] >= periods.to(tokens.device)[:, None]  # (batch, pos - 1)
     return per_token[predictable].mean()
 
 
-def train_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 0,
-                          cpu_threads: int | None = 1) -> tuple[AttentionOnlyTransformer, list[float]]:
-    """Train from scratch with a fixed seed; returns the model and the loss after every step.
+def train_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 0, cpu_threads: int | None = 1,
+                          device: torch.device | str | None = None) -> tuple[AttentionOnlyTransformer, list[float]]:
+    """Train from scratch with a fixed seed; returns the model (on ``device``) and every step's loss.
 
-    Runs on ``cpu_threads`` CPU threads (restored afterwards; None = leave as is): for a model this
-    small one thread is fastest, and on a busy machine several threads can be ten times slower.
+    Weights and data come from a local ``torch.Generator`` seeded with ``seed`` (torch's global
+    random state is left alone), drawn on the CPU and then moved to ``device`` (default: CPU), so
+    every device starts from the same weights and sees the same batches. On the CPU it runs on
+    ``cpu_threads`` threads (restored afterwards; None = leave as is): for a model this small one
+    thread is fastest, and on a busy machine several threads can be ten times slower.
     """
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    device = torch.device("cpu" if device is None else device)
     threads_before = torch.get_num_threads()
     if cpu_threads is not None:
         torch.set_num_threads(cpu_threads)
     try:
-        return _train(cfg, seed)
+        return _train(cfg, seed, device)
     finally:
         torch.set_num_threads(threads_before)
 
 
-def _train(cfg: InductionConfig, seed: int) -> tuple[AttentionOnlyTransformer, list[float]]:
-    torch.manual_seed(seed)
+def _train(cfg: InductionConfig, seed: int, device: torch.device) -> tuple[AttentionOnlyTransformer, list[float]]:
     gen = torch.Generator().manual_seed(seed)
-    model = AttentionOnlyTransformer(cfg)
+    model = AttentionOnlyTransformer(cfg, generator=gen).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     losses = []
     for _ in range(cfg.steps):
         tokens, periods = periodic_sequences(cfg.batch, cfg, gen)
+        tokens, periods = tokens.to(device), periods.to(device)
         loss = repeat_loss(model(tokens), tokens, periods)
         optimiser.zero_grad()
         loss.backward()

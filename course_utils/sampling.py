@@ -3,17 +3,20 @@
 Every function works on the last dimension, so a batch of rows ``(..., d_vocab)`` works too.
 ``next_token_distribution`` is the whole pipeline (temperature, then top-k, then top-p) and returns
 the distribution a sampler draws from, which keeps the maths deterministic and testable;
-``sample_next_token`` draws from it with an explicit ``torch.Generator``.
+``sample_next_token`` draws from it with an explicit ``torch.Generator``; ``generate`` is the loop
+that picks a token, appends it to the input and runs the model again; ``cross_entropy`` is the
+training loss on the same logits (minus the log-probability of the right next token).
 
 Temperature 0 is the greedy limit and is handled as its own branch (a one-hot distribution on the
 largest logit); nothing ever divides by 0. Scores are shifted by their maximum *before* dividing by
 T, so tiny temperatures (0.01, or 1e-30) cannot overflow to inf and NaN.
-Leaves out beam search, repetition penalties and min-p.
+Leaves out beam search, repetition penalties, min-p and the KV cache.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable, Sequence
 
 import torch
 from jaxtyping import Float, Int
@@ -174,3 +177,48 @@ def entropy(probs: Float[Tensor, "... d_vocab"]) -> Float[Tensor, "..."]:
     _check_probs(probs)
     logs = torch.where(probs > 0, probs.log(), torch.zeros_like(probs))
     return -(probs * logs).sum(dim=-1) + 0.0  # + 0.0 turns -0.0 (a one-hot row) into 0.0
+
+
+def cross_entropy(logits: Float[Tensor, "n d_vocab"], targets: Int[Tensor, "n"]) -> Float[Tensor, ""]:
+    """Mean over rows of -ln softmax(logits)[target], computed stably (log-sum-exp with the max shifted out).
+
+    ``cross_entropy(tensor([[6.2, 4.9, 2.1, 1.0]]), tensor([0]))`` -> ``0.259`` (= -ln 0.772).
+    Same numbers as ``torch.nn.functional.cross_entropy`` (tested).
+    """
+    _check_logits(logits)
+    if logits.ndim != 2:
+        raise ValueError(f"logits must have shape (n, d_vocab), got {tuple(logits.shape)}")
+    if not isinstance(targets, Tensor) or targets.dtype not in (torch.int32, torch.int64) or targets.shape != logits.shape[:1]:
+        raise ValueError(f"targets must be an int tensor of shape ({logits.shape[0]},), got "
+                         f"{getattr(targets, 'dtype', type(targets).__name__)} {tuple(getattr(targets, 'shape', ()))}")
+    if bool(((targets < 0) | (targets >= logits.shape[-1])).any()):
+        raise ValueError(f"targets must be token ids in 0..{logits.shape[-1] - 1}, got {targets.tolist()}")
+    top = logits.amax(dim=-1, keepdim=True)  # (n, 1)
+    log_total = top.squeeze(-1) + (logits - top).exp().sum(dim=-1).log()  # (n,): ln sum_j e^logit_j
+    right = logits.gather(-1, targets[:, None].long()).squeeze(-1)  # (n,): the right token's logit
+    return (log_total - right).mean()
+
+
+def generate(next_token_logits: Callable[[Tensor], Tensor], prompt: Sequence[int] | Tensor, max_new_tokens: int,
+             temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
+             eos_id: int | None = None, generator: torch.Generator | None = None) -> list[int]:
+    """Pick a token, append it, repeat: ``max_new_tokens`` times or until ``eos_id`` comes out.
+
+    ``next_token_logits(ids)`` gets the whole sequence so far (a 1-d long tensor) and returns the
+    logits for the token after it (``(d_vocab,)``, or ``(pos, d_vocab)`` of which the last row is
+    used, as a model's output is). Returns prompt + new tokens as a list of ids.
+    """
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+    ids = [int(t) for t in (prompt.tolist() if isinstance(prompt, Tensor) else prompt)]
+    if not ids:
+        raise ValueError("prompt must hold at least one token id")
+    for _ in range(max_new_tokens):
+        logits = next_token_logits(torch.tensor(ids))
+        if not isinstance(logits, Tensor) or logits.ndim not in (1, 2):
+            raise ValueError(f"next_token_logits must return (d_vocab,) or (pos, d_vocab) logits, got {getattr(logits, 'shape', type(logits).__name__)}")
+        token = int(sample_next_token(logits[-1] if logits.ndim == 2 else logits, temperature, top_k, top_p, generator))
+        ids.append(token)
+        if eos_id is not None and token == eos_id:
+            break
+    return ids

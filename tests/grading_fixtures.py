@@ -115,7 +115,7 @@ def with_cell(source: str, after_def: bool = True, base=None) -> nbformat.Notebo
     return nb
 
 
-CORRECT_MASK_DEF = ("from course_utils.checks.masking import EXERCISES as _masking\n\n"
+CORRECT_MASK_DEF = ("from course_utils.checks.masking_softmax_temperature import EXERCISES as _masking\n\n"
                     "def causal_mask(*args, **kwargs):\n    return _masking['causal_mask'].reference(*args, **kwargs)\n")
 
 

@@ -1,5 +1,5 @@
 """The toy attention-only model learns the copy task, and the head scores find a previous-token head
-in layer 0 and an induction head in layer 1 (seeded, a few seconds on a CPU)."""
+in layer 0 and an induction head in layer 1 (seeded from a local generator; seconds on a CPU)."""
 
 import math
 
@@ -39,7 +39,6 @@ def test_training_data_repeats_with_the_stated_period():
 
 @pytest.fixture(scope="module")
 def trained():
-    torch.manual_seed(0)
     model, losses = train_induction_model(InductionConfig(), seed=0)
     tokens = repeated_sequences(200, 10, model.cfg.d_vocab, torch.Generator().manual_seed(123))
     return model, losses, model.patterns(tokens)
@@ -98,3 +97,48 @@ def test_training_restores_the_thread_count():
     threads = torch.get_num_threads()
     train_induction_model(InductionConfig(steps=2), seed=0)
     assert torch.get_num_threads() == threads
+
+
+def test_training_leaves_the_global_random_state_alone_and_is_reproducible():
+    torch.manual_seed(7)
+    state = torch.get_rng_state()
+    cfg = InductionConfig(steps=3)
+    first, losses = train_induction_model(cfg, seed=5)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(99)  # a different global state must not change the run
+    second, again = train_induction_model(cfg, seed=5)
+    assert losses == again
+    for (name, a), (_, b) in zip(first.named_parameters(), second.named_parameters()):
+        assert torch.equal(a, b), name
+
+
+def test_the_model_uses_the_interpretability_layout():
+    model = AttentionOnlyTransformer(InductionConfig(), generator=torch.Generator().manual_seed(0))
+    cfg = model.cfg
+    assert model.W_E.shape == (cfg.d_vocab, cfg.d_model) and model.W_U.shape == (cfg.d_model, cfg.d_vocab)
+    assert model.layers[0].W_Q.shape == (cfg.n_heads, cfg.d_model, cfg.d_model // cfg.n_heads)
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(TypeError, match="seed"):
+        train_induction_model(InductionConfig(steps=1), seed="0")
+    with pytest.raises(ValueError, match="tokens"):
+        AttentionOnlyTransformer(InductionConfig())([1, 2, 3])
+
+
+@pytest.mark.gpu
+def test_trains_on_cuda_from_the_same_start_as_on_the_cpu():
+    cfg = InductionConfig(steps=5)
+    cpu_model, cpu_losses = train_induction_model(cfg, seed=0)
+    gpu_model, gpu_losses = train_induction_model(cfg, seed=0, device="cuda")
+    assert gpu_model.W_E.device.type == "cuda"
+    assert abs(cpu_losses[0] - gpu_losses[0]) < 1e-4  # same initial weights and first batch
+    tokens = repeated_sequences(4, 10, cfg.d_vocab, torch.Generator().manual_seed(1))
+    cpu_patterns = cpu_model.patterns(tokens)
+    gpu_patterns = gpu_model.patterns(tokens.cuda())
+    for c, g in zip(cpu_patterns, gpu_patterns):
+        torch.testing.assert_close(g.cpu(), c, atol=1e-3, rtol=1e-3)
+    data, periods = periodic_sequences(4, cfg, torch.Generator().manual_seed(0))
+    from course_utils.induction import repeat_loss
+    loss = repeat_loss(gpu_model(data.cuda()), data.cuda(), periods.cuda())
+    assert loss.device.type == "cuda"

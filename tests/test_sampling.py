@@ -156,3 +156,55 @@ def test_same_distribution_and_reproducible_draws_on_cuda():
     draws = [sample_next_token(WORKED.cuda().expand(100, 4), generator=torch.Generator(device="cuda").manual_seed(0))
              for _ in range(2)]
     assert draws[0].device.type == "cuda" and torch.equal(draws[0], draws[1])
+
+
+def test_cross_entropy_matches_torch_and_the_worked_example():
+    from course_utils.sampling import cross_entropy
+
+    worked = cross_entropy(WORKED[None], torch.tensor([0]))
+    assert worked.item() == pytest.approx(-math.log(next_token_distribution(WORKED)[0].item()))
+    gen = torch.Generator().manual_seed(0)
+    logits = 50 * torch.randn(8, 30, generator=gen, dtype=torch.float64)  # large enough to overflow a naive exp
+    logits[0, 3] = 1000.0
+    targets = torch.randint(0, 30, (8,), generator=gen)
+    torch.testing.assert_close(cross_entropy(logits, targets), torch.nn.functional.cross_entropy(logits, targets))
+    with pytest.raises(ValueError, match="targets"):
+        cross_entropy(logits, targets.float())
+    with pytest.raises(ValueError, match="token ids"):
+        cross_entropy(logits, targets + 30)
+
+
+def _bigram_logits(table):
+    return lambda ids: table[ids[-1]]
+
+
+def test_generate_appends_each_pick_and_feeds_the_whole_sequence_back():
+    from course_utils.sampling import generate
+
+    seen = []
+
+    def model(ids):
+        seen.append(ids.tolist())
+        return torch.nn.functional.one_hot((ids[-1] + 1) % 5, 5).double() * 10  # "next is previous + 1"
+
+    assert generate(model, [3], 4, temperature=0) == [3, 4, 0, 1, 2]
+    assert seen == [[3], [3, 4], [3, 4, 0], [3, 4, 0, 1]]
+    assert generate(model, [3], 10, temperature=0, eos_id=1) == [3, 4, 0, 1]
+    assert generate(model, torch.tensor([2, 2]), 0) == [2, 2]
+
+
+def test_generate_samples_as_sample_next_token_does_with_the_same_generator():
+    from course_utils.sampling import generate
+
+    table = torch.randn(6, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    out = generate(_bigram_logits(table), [0], 8, temperature=1.5, top_k=4, generator=torch.Generator().manual_seed(7))
+    gen, manual = torch.Generator().manual_seed(7), [0]
+    for _ in range(8):
+        manual.append(int(sample_next_token(table[manual[-1]], 1.5, 4, None, gen)))
+    assert out == manual
+    model_like = lambda ids: table[ids]  # (pos, d_vocab): the last row is used
+    assert generate(model_like, [0], 8, temperature=1.5, top_k=4, generator=torch.Generator().manual_seed(7)) == manual
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        generate(model_like, [0], -1)
+    with pytest.raises(ValueError, match="prompt"):
+        generate(model_like, [], 1)

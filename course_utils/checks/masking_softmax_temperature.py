@@ -1,8 +1,9 @@
 """Checks for notebook 04 (masking, softmax and temperature): a causal mask, a masked softmax that
-never returns NaN, softmax with a temperature (T = 0 is greedy), and top-k / top-p filtering.
+never returns NaN, cross-entropy from logits (oracle: ``torch.nn.functional.cross_entropy``),
+softmax with a temperature (T = 0 is greedy, ties to the first maximum), and top-k / top-p filtering.
 
 Sampling is checked through the distribution a sampler would draw from, so every check is
-deterministic.
+deterministic. The accepted alternatives and the less central mistakes live in ``_masking_banks``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from course_utils import masking, sampling
+from course_utils.checks import _masking_banks as banks
 from course_utils.checks.core import Case, Exercise, Mistake, Property
 from course_utils.softmax import masked_softmax, softmax
 
@@ -49,6 +51,11 @@ CAUSAL_MASK = Exercise(
         Mistake("upper triangle", lambda n: torch.ones(n, n, dtype=torch.bool).triu(),
                 "rows are queries and columns keys: query i may see keys 0..i, the lower triangle (tril), not the upper"),
     ],
+    alternatives=banks.CAUSAL_MASK_ALTERNATIVES,
+    hints=["Row i is the query and column j the key. Which cells (i, j) may a token look at without seeing the future?",
+           "Query i may see keys 0 to i, itself included: that is the lower triangle with its diagonal. Start from an "
+           "n × n tensor of True values and keep only that triangle; torch has a function named after it."],
+    tolerance="exact",
 )
 
 
@@ -89,7 +96,16 @@ MASKED_SOFTMAX = Exercise(
                 "your mask is inverted: True means the query *may* attend to that key"),
         Mistake("NaN on empty rows", _fill_inf_torch_softmax,
                 "a row with every key masked gives 0/0 = NaN: return zeros for such rows (e.g. torch.where on mask.any(-1))"),
+        Mistake("large negative instead of -inf, empty rows uniform", banks.masked_fill_large_negative,
+                "filling blocked scores with a big negative number gives a fully masked row a uniform spread instead of "
+                "zeros: such a row must come back as all zeros"),
     ],
+    alternatives=banks.MASKED_SOFTMAX_ALTERNATIVES,
+    hints=["Blocked keys must end with weight exactly 0 and the allowed ones must share all the weight. What score makes "
+           "e^score zero? Then think about a row where every score is that value.",
+           "Replace blocked scores by minus infinity, shift each row by its largest score (but use 0 as the shift "
+           "where that largest score is minus infinity), exponentiate, and divide by the row total only where the total "
+           "is positive; elsewhere return 0."],
 )
 
 
@@ -106,6 +122,7 @@ def _temperature_cases(seed: int) -> list[Case]:
         Case("3 rows of 10 logits at T=2", (torch.randn(3, 10, generator=gen, dtype=F64), 2.0)),
         Case("CAT/DOG/IS/LOVELY logits at T=0.01", (WORKED_LOGITS.clone(), 0.01)),
         Case("T=0 (greedy)", (torch.tensor([[1.0, 3.0, 2.0], [4.0, 0.5, 1.0]]), 0.0)),
+        Case("T=0 with tied largest logits (the first one wins)", (torch.tensor([[2.0, 5.0, 5.0, 1.0], [7.0, 7.0, 7.0, 0.0]]), 0.0)),
     ]
 
 
@@ -132,7 +149,16 @@ TEMPERATURE = Exercise(
                 "exp(logits / T) overflows for small T (6.2 / 0.01 = 620): subtract the row maximum before exponentiating"),
         Mistake("divides by zero", lambda logits, t: softmax(logits / t),
                 "T = 0 cannot be divided by: handle it as its own case, a one-hot distribution on the largest logit (greedy)"),
+        Mistake("one-hot on every tied maximum", banks.greedy_all_ties,
+                "with tied largest logits the rule is: the one-hot goes to the FIRST of them (lowest index, as torch.argmax picks), "
+                "and the row still sums to 1"),
+        Mistake("ties split evenly", banks.greedy_split_ties,
+                "at T = 0 the answer is one-hot, even with ties: put all the weight on the first of the tied largest logits"),
     ],
+    alternatives=banks.TEMPERATURE_ALTERNATIVES,
+    hints=["Two separate cases: T = 0, where the formula cannot be used, and T > 0, where it can but e^(z/T) may overflow.",
+           "For T > 0, subtract each row's largest logit before dividing by T, so every exponent is at most 0. For T = 0, "
+           "build a row of zeros with a single 1 at the position of the largest logit (the first one if several tie)."],
 )
 
 
@@ -199,9 +225,57 @@ TOP_K_TOP_P = Exercise(
         Mistake("top-p on the unrenormalised mass", _top_p_on_original,
                 "after top-k, renormalise before applying top-p: p is a share of the mass that top-k left"),
     ],
+    alternatives=banks.TOP_K_TOP_P_ALTERNATIVES,
+    hints=["Do it in three steps: keep the k largest and renormalise; then, in descending order, keep tokens until the "
+           "running total reaches p; renormalise again.",
+           "For top-p, sort each row in descending order; the mass *before* a token is its running total minus itself. "
+           "Keep the tokens whose mass before is below p, then put the keep flags back in the original order "
+           "(scatter with the sort's indices)."],
 )
 
-EXERCISES = {ex.name: ex for ex in (CAUSAL_MASK, MASKED_SOFTMAX, TEMPERATURE, TOP_K_TOP_P)}
+
+# -- cross-entropy ------------------------------------------------------------------------------
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Reference (the oracle): ``torch.nn.functional.cross_entropy``, the mean of -ln softmax(logits)[target]."""
+    return torch.nn.functional.cross_entropy(logits, targets)
+
+
+def _cross_entropy_cases(seed: int) -> list[Case]:
+    gen = torch.Generator().manual_seed(seed)
+    big = 400 * torch.randn(4, 7, generator=gen, dtype=F64)
+    big[:, 2] = 1000.0  # e^1000 overflows even float64
+    return [
+        Case("the worked example: CAT/DOG/IS/LOVELY logits, the next token is CAT", (WORKED_LOGITS[None].double(), torch.tensor([0]))),
+        Case("5 positions, 10 tokens", (torch.randn(5, 10, generator=gen, dtype=F64), torch.randint(0, 10, (5,), generator=gen))),
+        Case("logits in the hundreds (a naive exp overflows)", (big, torch.randint(0, 7, (4,), generator=gen))),
+    ]
+
+
+CROSS_ENTROPY = Exercise(
+    name="cross_entropy",
+    reference=cross_entropy,
+    cases=_cross_entropy_cases,
+    mistakes=[
+        Mistake("log of the softmax of huge logits", banks.ce_naive,
+                "your result is inf or NaN for large logits: exp overflows. Use -ln p_t = log-sum-exp(logits) - logit_t, "
+                "with the row maximum shifted out of the sum"),
+        Mistake("sum instead of mean", banks.ce_sum,
+                "the loss of a batch is the mean over its positions, not the sum"),
+        Mistake("no minus sign", banks.ce_no_minus,
+                "the loss is MINUS the log-probability (log-probabilities are negative, a loss is not)"),
+        Mistake("log base 2", banks.ce_log2,
+                "use the natural logarithm (nats), as PyTorch does, not log base 2 (bits)"),
+        Mistake("softmax over positions", banks.ce_wrong_dim,
+                "the softmax runs over the vocabulary (the last axis, one distribution per position), not over positions"),
+    ],
+    alternatives=banks.CROSS_ENTROPY_ALTERNATIVES,
+    hints=["The loss of one position is minus the log of the probability the right token gets. Write that probability's "
+           "log without ever computing a huge exponential.",
+           "ln p_t = logit_t - ln(sum over j of e^logit_j). Compute the log of the sum stably by taking the row maximum m "
+           "out: ln(sum e^z_j) = m + ln(sum e^(z_j - m)). Pick logit_t with gather (or indexing), then average over rows."],
+)
+
+EXERCISES = {ex.name: ex for ex in (CAUSAL_MASK, MASKED_SOFTMAX, CROSS_ENTROPY, TEMPERATURE, TOP_K_TOP_P)}
 
 
 def check_causal_mask(fn):
@@ -212,6 +286,11 @@ def check_causal_mask(fn):
 def check_safe_masked_softmax(fn):
     """Check a student's ``safe_masked_softmax(scores, mask)``."""
     return MASKED_SOFTMAX.check(fn)
+
+
+def check_cross_entropy(fn):
+    """Check a student's ``cross_entropy(logits, targets)`` against ``torch.nn.functional.cross_entropy``."""
+    return CROSS_ENTROPY.check(fn)
 
 
 def check_softmax_with_temperature(fn):
