@@ -1,6 +1,6 @@
 """Training the small GPT: batches, cross-entropy, a warm-up + cosine schedule, AdamW, clipping, a bigram baseline.
 
-Covers ``cross_entropy`` (mean of -log softmax(logits)[target], via logsumexp), ``split_tokens``
+Covers ``sequence_loss`` (notebook 04's cross-entropy at every position), ``split_tokens``
 (train / validation, the last tenth held out), ``get_batch`` (random windows, seeded),
 ``lr_at`` (linear warm-up, then cosine decay to ``min_lr``), ``bigram_loss`` (the baseline: next
 token from a count table of the previous one, add-α smoothed), ``evaluate`` (fixed windows, so the
@@ -19,6 +19,8 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 from tqdm.auto import tqdm
+
+from course_utils.sampling import cross_entropy
 
 
 @dataclass
@@ -52,17 +54,17 @@ class TrainConfig:
         return asdict(self)
 
 
-def cross_entropy(logits: Float[Tensor, "... d_vocab"], targets: Int[Tensor, "..."]) -> Float[Tensor, ""]:
-    """Mean over positions of -log p(target): ``cross_entropy(tensor([[0., 0.]]), tensor([1]))`` -> ``ln 2 = 0.693``.
+def sequence_loss(logits: Float[Tensor, "batch pos d_vocab"], targets: Int[Tensor, "batch pos"]) -> Float[Tensor, ""]:
+    """Mean cross-entropy over every position (notebook 04's ``cross_entropy`` on the flattened rows).
 
-    log p = logit - logsumexp(logits), which never overflows. Oracle: ``F.cross_entropy``.
+    ``targets`` are the inputs shifted by one (``get_batch`` does the shift): position i is scored
+    on token i + 1. Uniform logits over d_vocab tokens give ln(d_vocab).
     """
-    if not isinstance(logits, Tensor) or not logits.is_floating_point():
-        raise TypeError(f"logits must be a floating-point tensor, got {getattr(logits, 'dtype', type(logits).__name__)}")
-    if not isinstance(targets, Tensor) or targets.is_floating_point() or tuple(targets.shape) != tuple(logits.shape[:-1]):
-        raise ValueError(f"targets must be integer ids of shape {tuple(logits.shape[:-1])}, got {getattr(targets, 'shape', type(targets).__name__)}")
-    log_probs = logits - torch.logsumexp(logits, dim=-1, keepdim=True)  # (..., d_vocab)
-    return -log_probs.gather(-1, targets[..., None]).mean()
+    if not isinstance(logits, Tensor) or logits.ndim != 3:
+        raise ValueError(f"logits must have shape (batch, pos, d_vocab), got {getattr(logits, 'shape', type(logits).__name__)}")
+    if not isinstance(targets, Tensor) or tuple(targets.shape) != tuple(logits.shape[:2]):
+        raise ValueError(f"targets must have shape {tuple(logits.shape[:2])}, got {getattr(targets, 'shape', type(targets).__name__)}")
+    return cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))  # (batch·pos, d_vocab) rows
 
 
 def split_tokens(ids: Int[Tensor, "n"], val_fraction: float = 0.1) -> tuple[Tensor, Tensor]:
@@ -116,7 +118,7 @@ def evaluate(model: nn.Module, ids: Int[Tensor, "n"], n_windows: int, impl: str 
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    total = sum(len(w) * cross_entropy(model(w[:, :-1].to(device), impl=impl), w[:, 1:].to(device))
+    total = sum(len(w) * sequence_loss(model(w[:, :-1].to(device), impl=impl), w[:, 1:].to(device))
                 for w in windows.split(16))
     model.train(was_training)
     return float(total) / n_windows
@@ -150,7 +152,7 @@ def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m
         for group in optimizer.param_groups:
             group["lr"] = lr
         x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
-        loss = cross_entropy(model(x.to(device), impl="fused"), y.to(device))  # a 0-d tensor
+        loss = sequence_loss(model(x.to(device), impl="fused"), y.to(device))  # a 0-d tensor
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
