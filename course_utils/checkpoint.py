@@ -1,6 +1,6 @@
 """The course's trained small GPT: the recipe that makes it, and saving / loading it.
 
-``train_course_model()`` is the whole recipe: the course BPE (``course_tokenizer()``), the corpus
+``train_course_model()`` is the whole recipe: the course BPE at 512 ids (``small_gpt_tokenizer()``), the corpus
 encoded with it, the last tenth held out, ``GPT(COURSE_MODEL)`` initialised from ``seed``, then
 ``training.train`` with ``TrainConfig()``. Its result is committed in ``data/small_gpt/``
 (``model.pt``: the state dict; ``config.json``: both configs; ``tokenizer.json``: the BPE merges;
@@ -19,17 +19,32 @@ import torch
 from course_utils.corpus import DATA_DIR, load_corpus
 from course_utils.gpt import GPT, GPTConfig, check_state_dict
 from course_utils.tokenisation.byte_bpe import ByteBPETokenizer
-from course_utils.tokenisation.course import COURSE_VOCAB_SIZE, course_tokenizer
+from course_utils.tokenisation.course import SPECIAL_TOKENS
 from course_utils.training import TrainConfig, split_tokens, train
 
 COURSE_CHECKPOINT = DATA_DIR / "small_gpt"
-COURSE_MODEL = GPTConfig(d_vocab=COURSE_VOCAB_SIZE, n_ctx=128, d_model=128, n_heads=4, n_layers=4, tie_embeddings=False)
+SMALL_GPT_VOCAB_SIZE = 512
+COURSE_MODEL = GPTConfig(d_vocab=SMALL_GPT_VOCAB_SIZE, n_ctx=128, d_model=128, n_heads=4, n_layers=4, tie_embeddings=False)
 FILES = ("model.pt", "config.json", "tokenizer.json", "log.json")
 
 
+_TOKENIZER: dict[int, ByteBPETokenizer] = {}
+
+
+def small_gpt_tokenizer() -> ByteBPETokenizer:
+    """The course's byte-level BPE trained on the whole corpus with 512 ids (once per session).
+
+    Smaller than notebook 01's 2,048: in a 3-minute CPU run a small model sees about a million
+    tokens, too few to learn 2,048² next-token statistics, but plenty for 512 ids.
+    """
+    if SMALL_GPT_VOCAB_SIZE not in _TOKENIZER:
+        _TOKENIZER[SMALL_GPT_VOCAB_SIZE] = ByteBPETokenizer.train(load_corpus(), SMALL_GPT_VOCAB_SIZE, special_tokens=SPECIAL_TOKENS)
+    return _TOKENIZER[SMALL_GPT_VOCAB_SIZE]
+
+
 def corpus_tokens(tokenizer: ByteBPETokenizer | None = None) -> torch.Tensor:
-    """The whole corpus as one 1-d tensor of course-BPE ids."""
-    tokenizer = course_tokenizer() if tokenizer is None else tokenizer
+    """The whole corpus as one 1-d tensor of BPE ids (``small_gpt_tokenizer()`` by default)."""
+    tokenizer = small_gpt_tokenizer() if tokenizer is None else tokenizer
     return torch.tensor(tokenizer.encode_ordinary(load_corpus()), dtype=torch.long)
 
 
@@ -37,7 +52,7 @@ def train_course_model(train_cfg: TrainConfig | None = None, model_cfg: GPTConfi
                        device: torch.device | str = "cpu", on_eval=None, progress: bool = True) -> dict:
     """Run the recipe; returns ``{"model", "tokenizer", "log", "train_ids", "val_ids", "train_config"}``."""
     train_cfg = TrainConfig() if train_cfg is None else train_cfg
-    tokenizer = course_tokenizer()
+    tokenizer = small_gpt_tokenizer()
     train_ids, val_ids = split_tokens(corpus_tokens(tokenizer))
     model = GPT(model_cfg)
     model.reset_parameters(torch.Generator().manual_seed(train_cfg.seed))

@@ -252,3 +252,14 @@ def check_state_dict(model: nn.Module, state_dict: dict) -> None:
     if problems:
         raise ValueError("the weights do not match the model's config: " + "; ".join(problems[:6])
                          + (f" (and {len(problems) - 6} more)" if len(problems) > 6 else ""))
+
+
+@torch.no_grad()
+def stream_rms(model: GPT, tokens: Int[Tensor, "batch pos"]) -> list[float]:
+    """Root-mean-square size of the residual stream after the embedding and after every block."""
+    x = model.embed(check_tokens(tokens, model.cfg))
+    sizes = [float(x.pow(2).mean().sqrt())]
+    for block in model.blocks:
+        x = block(x)
+        sizes.append(float(x.pow(2).mean().sqrt()))
+    return sizes

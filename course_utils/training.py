@@ -133,11 +133,12 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
 
 
 def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m"], cfg: TrainConfig,
-          on_eval=None, progress: bool = True) -> dict:
+          on_eval=None, progress: bool = True, stop_after: int | None = None) -> dict:
     """Train in place; returns the log: per-step ``lr``, ``train_loss``; per eval ``eval_step``, ``val_loss``.
 
     ``on_eval(log)`` is called after every evaluation (the notebook's live curve). Batches come from
-    a generator seeded with ``cfg.seed``, so the run is reproducible.
+    a generator seeded with ``cfg.seed``, so the run is reproducible. ``stop_after`` ends the run
+    early, on the same schedule (a test replays the first steps of the committed run this way).
     """
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
@@ -146,7 +147,7 @@ def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m
     optimizer = make_optimizer(model, cfg)
     log = {"lr": [], "train_loss": [], "eval_step": [], "val_loss": []}
     model.train()
-    bar = tqdm(range(cfg.steps), desc="training", disable=not progress)
+    bar = tqdm(range(cfg.steps if stop_after is None else min(stop_after, cfg.steps)), desc="training", disable=not progress)
     for step in bar:
         lr = lr_at(step, cfg)
         for group in optimizer.param_groups:
@@ -167,3 +168,16 @@ def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m
                 on_eval(log)
     model.eval()
     return log
+
+
+def threads_for_load(load: float | None = None, cores: int | None = None) -> int:
+    """How many CPU threads to train with: 1 when the machine is already busier than its cores, else all.
+
+    ``threads_for_load(9.0, 2)`` -> 1. On a crowded machine every extra thread waits for the others
+    (a step took about ten times longer with 2 threads than with 1 at a load of 10 on 2 cores).
+    """
+    import os
+
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    load = os.getloadavg()[0] if load is None else load
+    return 1 if load > cores else cores
