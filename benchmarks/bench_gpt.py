@@ -5,9 +5,9 @@
    ``nn.TransformerEncoderLayer`` (pre-norm, causal mask, no dropout, untied output layer like
    ours): n_layers 4, n_heads 4, d_model 128, n_ctx 128, batch 16, vocabulary 1,000. The two
    models are stepped alternately in one process, so a busy moment slows both alike.
-2. Generation of 256 new tokens (greedy, batch 1, a 16-token prompt) with the KV cache against
-   recomputing the whole sequence every step, on the same model (n_ctx 512 so 272 tokens fit);
-   both must give the same tokens.
+2. Generation of 256 new tokens (greedy, batch 1, a 16- and a 128-token prompt) with the KV cache against
+   recomputing the whole sequence every step, on the same model (n_ctx 512 so 272 tokens fit),
+   both through the fused kernels (``impl="fused"``); both must give the same tokens.
 
 Run: ``python benchmarks/bench_gpt.py --repeats 7`` and paste the tables into
 ``benchmarks/RESULTS_gpt.md``. Not a test.
@@ -76,17 +76,17 @@ def throughput(repeats: int, batch: int = 16) -> dict:
     return {name: {"tokens_per_s": tokens / statistics.median(t), "params": params[name]} for name, t in times.items()}
 
 
-def kv_cache(repeats: int, n_new: int = 256) -> dict:
+def kv_cache(repeats: int, n_new: int = 256, n_prompt: int = 16) -> dict:
     model = GPT(GPTConfig(d_vocab=1000, n_ctx=512, d_model=128, n_heads=4, n_layers=4))
     model.reset_parameters(torch.Generator().manual_seed(0))
-    prompt = torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(1))
-    cached_tokens = generate(model, prompt, n_new, temperature=0)
-    same = torch.equal(cached_tokens, generate(model, prompt, n_new, temperature=0, use_cache=False))
+    prompt = torch.randint(0, 1000, (1, n_prompt), generator=torch.Generator().manual_seed(1))
+    cached_tokens = generate(model, prompt, n_new, temperature=0, impl="fused")
+    same = torch.equal(cached_tokens, generate(model, prompt, n_new, temperature=0, use_cache=False, impl="fused"))
     times = {"cache": [], "recompute": []}
     for _ in range(repeats):
         for name, use_cache in (("cache", True), ("recompute", False)):
             start = time.perf_counter()
-            generate(model, prompt, n_new, temperature=0, use_cache=use_cache)
+            generate(model, prompt, n_new, temperature=0, use_cache=use_cache, impl="fused")
             times[name].append(time.perf_counter() - start)
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"same_tokens": same, "cache_s": med["cache"], "recompute_s": med["recompute"],
@@ -104,10 +104,10 @@ def main() -> None:
         print(f"| {name} | {r['params']:,} | {r['tokens_per_s']:,.0f} |")
     names = list(tp)
     print(f"ratio course / torch: {tp[names[0]]['tokens_per_s'] / tp[names[1]]['tokens_per_s']:.2f}")
-    kv = kv_cache(args.repeats)
-    print("| 256 new tokens | seconds (median) |\n|---|---|")
-    print(f"| KV cache | {kv['cache_s']:.3f} |\n| recompute | {kv['recompute_s']:.3f} |")
-    print(f"speed-up {kv['speedup']:.1f}x, same tokens: {kv['same_tokens']}")
+    print("| prompt + 256 new tokens | KV cache s | recompute s | speed-up | same tokens |\n|---|---|---|---|---|")
+    for n_prompt in (16, 128):
+        kv = kv_cache(args.repeats, n_prompt=n_prompt)
+        print(f"| {n_prompt} + 256 | {kv['cache_s']:.3f} | {kv['recompute_s']:.3f} | {kv['speedup']:.1f}x | {kv['same_tokens']} |")
 
 
 if __name__ == "__main__":

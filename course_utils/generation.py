@@ -19,7 +19,9 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.gpt import GPT, check_tokens
+import torch.nn.functional as F
+
+from course_utils.gpt import GPT, check_tokens, fused_mlp
 from course_utils.masking import causal_mask
 from course_utils.multihead import MultiHeadAttention
 from course_utils.sampling import sample_next_token
@@ -67,9 +69,32 @@ def write_heads(attn: MultiHeadAttention, z: Float[Tensor, "batch head pos d_hea
     return out if attn.b_O is None else out + attn.b_O
 
 
+def _fused_step(block, x: Tensor, old_k, old_v):
+    """The cached attention and MLP of one block with batched matmuls and PyTorch's SDPA (same numbers, tested).
+
+    Each head's weights are used where they lie ((head, d_model, d_head) broadcast over the batch):
+    for a step of one token, copying them into one fused matrix would cost more than the matmuls.
+    """
+    attn, h = block.attn, block.ln1(x)[:, None]  # (batch, 1, n_new, d_model)
+    q, k, v = (h @ W if b is None else h @ W + b[:, None, :]  # (batch, head, n_new, d_head)
+               for W, b in ((attn.W_Q, attn.b_Q), (attn.W_K, attn.b_K), (attn.W_V, attn.b_V)))
+    k_all = k if old_k is None else torch.cat([old_k, k], dim=2)  # (batch, head, n_all, d_head)
+    v_all = v if old_v is None else torch.cat([old_v, v], dim=2)
+    mask = None if q.shape[2] == 1 else causal_mask(q.shape[2], k_all.shape[2], device=q.device)  # one query sees all
+    out = (F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask) @ attn.W_O).sum(dim=1)  # (batch, n_new, d_model)
+    x = x + (out if attn.b_O is None else out + attn.b_O)
+    return x + fused_mlp(block.mlp, block.ln2(x)), k_all, v_all
+
+
 @torch.no_grad()
-def forward_with_cache(model: GPT, tokens: Int[Tensor, "batch n_new"], cache: KVCache | None = None):
-    """Logits for ``tokens`` placed after the ``cache.length`` positions already cached; returns ``(logits, cache)``."""
+def forward_with_cache(model: GPT, tokens: Int[Tensor, "batch n_new"], cache: KVCache | None = None,
+                       impl: str = "reference"):
+    """Logits for ``tokens`` placed after the ``cache.length`` positions already cached; returns ``(logits, cache)``.
+
+    ``impl="fused"`` runs the same step through PyTorch's kernels (``gpt.fused_qkv``, SDPA).
+    """
+    if impl not in ("reference", "fused"):
+        raise ValueError(f"impl must be 'reference' or 'fused', got {impl!r}")
     if model.cfg.norm != "pre":
         raise ValueError("forward_with_cache is written for pre-norm models")
     cache = KVCache() if cache is None else cache
@@ -81,8 +106,13 @@ def forward_with_cache(model: GPT, tokens: Int[Tensor, "batch n_new"], cache: KV
     x = model.embed(tokens, start=start)  # (batch, n_new, d_model)
     new = KVCache()
     for layer, block in enumerate(model.blocks):
-        q, k, v = project_qkv(block.attn, block.ln1(x))
         old_k, old_v = (cache.keys[layer], cache.values[layer]) if start else (None, None)
+        if impl == "fused":
+            x, k_all, v_all = _fused_step(block, x, old_k, old_v)
+            new.keys.append(k_all)
+            new.values.append(v_all)
+            continue
+        q, k, v = project_qkv(block.attn, block.ln1(x))
         z, k_all, v_all = cached_attention(q, k, v, old_k, old_v)
         new.keys.append(k_all)
         new.values.append(v_all)
@@ -103,10 +133,11 @@ def _check_generation_args(max_new_tokens, temperature) -> None:
 @torch.no_grad()
 def generate(model: GPT, prompt: Int[Tensor, "batch pos"], max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None,
-             use_cache: bool = True) -> Int[Tensor, "batch total"]:
+             use_cache: bool = True, impl: str = "reference") -> Int[Tensor, "batch total"]:
     """The prompt followed by ``max_new_tokens`` sampled tokens: ``generate(model, ids, 20, temperature=0)`` is greedy.
 
     Without the cache every step reruns the model on the last n_ctx tokens; with it, on the new one only.
+    ``impl`` picks the readable or the fused kernels for both.
     """
     _check_generation_args(max_new_tokens, temperature)
     tokens = check_tokens(prompt, model.cfg)
@@ -115,9 +146,9 @@ def generate(model: GPT, prompt: Int[Tensor, "batch pos"], max_new_tokens: int, 
     cache, step_input = None, tokens
     for _ in range(max_new_tokens):
         if use_cache:
-            logits, cache = forward_with_cache(model, step_input, cache)
+            logits, cache = forward_with_cache(model, step_input, cache, impl=impl)
         else:
-            logits = model(tokens[:, -model.cfg.n_ctx:])
+            logits = model(tokens[:, -model.cfg.n_ctx:], impl=impl)
         next_id = sample_next_token(logits[:, -1], temperature, top_k, top_p, generator)  # (batch,)
         tokens = torch.cat([tokens, next_id[:, None]], dim=1)
         step_input = next_id[:, None]  # (batch, 1)

@@ -79,21 +79,31 @@ class GPTConfig:
         return cls(**d)
 
 
-def fused_attention(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
-    """Causal ``attn(x)`` in three kernels: one matmul for Q, K and V, PyTorch's fused attention, one for W_O.
-
-    Same numbers as ``attn(x, causal_mask(pos))`` (tested); it reads the module's own parameters.
-    """
+def fused_qkv(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]):
+    """q, k, v of every head in one matmul over the module's W_Q, W_K, W_V side by side: 3 × (batch, head, pos, d_head)."""
     batch, pos, d_model = x.shape
     W_QKV = torch.cat([attn.W_Q, attn.W_K, attn.W_V])  # (3·head, d_model, d_head)
     W_QKV = W_QKV.permute(1, 0, 2).reshape(d_model, -1)  # (d_model, 3·head·d_head)
     qkv = x.reshape(-1, d_model) @ W_QKV  # (batch·pos, 3·head·d_head)
     if attn.b_Q is not None:
         qkv = qkv + torch.cat([attn.b_Q, attn.b_K, attn.b_V]).reshape(-1)
-    q, k, v = qkv.reshape(batch, pos, 3, attn.n_heads, -1).permute(2, 0, 3, 1, 4)  # 3 × (batch, head, pos, d_head)
-    z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (batch, head, pos, d_head)
-    out = z.transpose(1, 2).reshape(batch, pos, d_model) @ attn.W_O.reshape(d_model, d_model)  # heads side by side
+    return qkv.reshape(batch, pos, 3, attn.n_heads, -1).permute(2, 0, 3, 1, 4)  # (3, batch, head, pos, d_head)
+
+
+def fused_out(attn: MultiHeadAttention, z: Float[Tensor, "batch head pos d_head"]) -> Float[Tensor, "batch pos d_model"]:
+    """The heads' outputs side by side, through W_O seen as one (head·d_head, d_model) matrix, plus b_O."""
+    batch, _, pos, _ = z.shape
+    out = z.transpose(1, 2).reshape(batch, pos, attn.d_model) @ attn.W_O.reshape(-1, attn.d_model)
     return out if attn.b_O is None else out + attn.b_O
+
+
+def fused_attention(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
+    """Causal ``attn(x)`` in three kernels: one matmul for Q, K and V, PyTorch's fused attention, one for W_O.
+
+    Same numbers as ``attn(x, causal_mask(pos))`` (tested); it reads the module's own parameters.
+    """
+    q, k, v = fused_qkv(attn, x)
+    return fused_out(attn, F.scaled_dot_product_attention(q, k, v, is_causal=True))  # (batch, pos, d_model)
 
 
 def fused_mlp(mlp: MLP, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:

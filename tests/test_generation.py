@@ -102,3 +102,20 @@ def test_cache_on_gpu_equals_recomputing():
     cached = generate(model, prompt, 10, temperature=0)
     assert cached.device.type == "cuda"
     assert torch.equal(cached, generate(model, prompt, 10, temperature=0, use_cache=False))
+
+
+@pytest.mark.parametrize("chunks", [[12], [5, 1, 1, 4]])
+def test_fused_cache_equals_the_reference_cache(chunks):
+    model = _model()
+    tokens = _prompt(2, sum(chunks))
+    caches = {"reference": None, "fused": None}
+    start = 0
+    for n in chunks:
+        out = {}
+        for impl in caches:
+            out[impl], caches[impl] = forward_with_cache(model, tokens[:, start:start + n], caches[impl], impl=impl)
+        rtol, atol = tolerance(torch.float32)
+        torch.testing.assert_close(out["fused"], out["reference"], rtol=rtol, atol=10 * atol)
+        start += n
+    assert torch.equal(generate(model, tokens[:, :3], 15, temperature=0, impl="fused"),
+                       generate(model, tokens[:, :3], 15, temperature=0, use_cache=False, impl="fused"))
