@@ -143,13 +143,19 @@ def _sample_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     model = tiny_model(seed)
     return [
-        Case("2 prompts of 4 tokens, 5 new, temperature 1", (model, torch.randint(0, 23, (2, 4), generator=gen), 5, 1.0, torch.Generator().manual_seed(seed))),
-        Case("temperature 0 (greedy), past the context of 12", (model, torch.randint(0, 23, (1, 10), generator=gen), 6, 0.0, torch.Generator().manual_seed(seed))),
+        Case("2 prompts of 4 tokens, 5 new, temperature 1", (model, torch.randint(0, 23, (2, 4), generator=gen), 5, 1.0, seed)),
+        Case("temperature 0 (greedy), past the context of 12", (model, torch.randint(0, 23, (1, 10), generator=gen), 6, 0.0, seed)),
     ]
 
 
+def _run_sampler(impl, case: Case):
+    """The last argument of a case is a seed: each call gets a fresh generator seeded with it."""
+    *args, seed = case.args
+    return impl(*args, torch.Generator().manual_seed(seed))
+
+
 SAMPLE_TOKENS = Exercise(
-    name="sample_tokens", reference=sample_tokens, cases=_sample_cases, tolerance="exact",
+    name="sample_tokens", reference=sample_tokens, cases=_sample_cases, tolerance="exact", run=_run_sampler,
     mistakes=[
         Mistake("only the last token", banks.sample_last_token_only,
                 "feed the model the whole sequence so far (its last n_ctx tokens), not only the newest token"),
