@@ -1,0 +1,114 @@
+"""Two measurements for notebook 09's small GPT, on the CPU, float32.
+
+1. Training throughput (tokens/s: forward + backward + AdamW step) of the course ``GPT``
+   (``impl="fused"``) against a same-size model built from PyTorch's own
+   ``nn.TransformerEncoderLayer`` (pre-norm, causal mask, no dropout, untied output layer like
+   ours): n_layers 4, n_heads 4, d_model 128, n_ctx 128, batch 16, vocabulary 1,000. The two
+   models are stepped alternately in one process, so a busy moment slows both alike.
+2. Generation of 256 new tokens (greedy, batch 1, a 16- and a 128-token prompt) with the KV cache against
+   recomputing the whole sequence every step, on the same model (n_ctx 512 so 272 tokens fit),
+   both through the fused kernels (``impl="fused"``); both must give the same tokens.
+
+Run: ``python benchmarks/bench_gpt.py --repeats 7`` and paste the tables into
+``benchmarks/RESULTS_gpt.md``. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+
+from course_utils.generation import generate
+from course_utils.gpt import GPT, GPTConfig
+from course_utils.training import sequence_loss
+
+CFG = GPTConfig(d_vocab=1000, n_ctx=128, d_model=128, n_heads=4, n_layers=4, tie_embeddings=False)
+
+
+class TorchEncoderGPT(nn.Module):
+    """The same sizes from PyTorch's building blocks: embeddings, TransformerEncoder (norm_first, causal), LayerNorm, Linear."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.tok = nn.Embedding(cfg.d_vocab, cfg.d_model)
+        self.pos = nn.Parameter(0.02 * torch.randn(cfg.n_ctx, cfg.d_model))
+        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_mlp, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, cfg.n_layers, enable_nested_tensor=False)
+        self.ln = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.d_vocab, bias=False)
+
+    def forward(self, tokens):
+        pos = tokens.shape[1]
+        mask = nn.Transformer.generate_square_subsequent_mask(pos)
+        x = self.blocks(self.tok(tokens) + self.pos[:pos], mask=mask, is_causal=True)
+        return self.head(self.ln(x))
+
+
+def throughput(repeats: int, batch: int = 16) -> dict:
+    torch.manual_seed(0)
+    models = {"course GPT (fused)": GPT(CFG), "nn.TransformerEncoderLayer": TorchEncoderGPT(CFG)}
+    params = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
+    opts = {name: torch.optim.AdamW(m.parameters(), lr=1e-3) for name, m in models.items()}
+    data = torch.randint(0, CFG.d_vocab, (batch, CFG.n_ctx + 1), generator=torch.Generator().manual_seed(0))
+
+    def step(name):
+        model = models[name]
+        logits = model(data[:, :-1], impl="fused") if isinstance(model, GPT) else model(data[:, :-1])
+        loss = sequence_loss(logits, data[:, 1:])
+        opts[name].zero_grad(set_to_none=True)
+        loss.backward()
+        opts[name].step()
+
+    for name in models:  # warm-up
+        step(name), step(name)
+    times = {name: [] for name in models}
+    for _ in range(repeats):
+        for name in models:
+            start = time.perf_counter()
+            step(name)
+            times[name].append(time.perf_counter() - start)
+    tokens = batch * CFG.n_ctx
+    return {name: {"tokens_per_s": tokens / statistics.median(t), "params": params[name]} for name, t in times.items()}
+
+
+def kv_cache(repeats: int, n_new: int = 256, n_prompt: int = 16) -> dict:
+    model = GPT(GPTConfig(d_vocab=1000, n_ctx=512, d_model=128, n_heads=4, n_layers=4))
+    model.reset_parameters(torch.Generator().manual_seed(0))
+    prompt = torch.randint(0, 1000, (1, n_prompt), generator=torch.Generator().manual_seed(1))
+    cached_tokens = generate(model, prompt, n_new, temperature=0, impl="fused")
+    same = torch.equal(cached_tokens, generate(model, prompt, n_new, temperature=0, use_cache=False, impl="fused"))
+    times = {"cache": [], "recompute": []}
+    for _ in range(repeats):
+        for name, use_cache in (("cache", True), ("recompute", False)):
+            start = time.perf_counter()
+            generate(model, prompt, n_new, temperature=0, use_cache=use_cache, impl="fused")
+            times[name].append(time.perf_counter() - start)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"same_tokens": same, "cache_s": med["cache"], "recompute_s": med["recompute"],
+            "speedup": med["recompute"] / med["cache"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    tp = throughput(max(args.repeats, 5) * 3)
+    print("| model | parameters | tokens/s (median) |\n|---|---|---|")
+    for name, r in tp.items():
+        print(f"| {name} | {r['params']:,} | {r['tokens_per_s']:,.0f} |")
+    names = list(tp)
+    print(f"ratio course / torch: {tp[names[0]]['tokens_per_s'] / tp[names[1]]['tokens_per_s']:.2f}")
+    print("| prompt + 256 new tokens | KV cache s | recompute s | speed-up | same tokens |\n|---|---|---|---|---|")
+    for n_prompt in (16, 128):
+        kv = kv_cache(args.repeats, n_prompt=n_prompt)
+        print(f"| {n_prompt} + 256 | {kv['cache_s']:.3f} | {kv['recompute_s']:.3f} | {kv['speedup']:.1f}x | {kv['same_tokens']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Training the small GPT: batches, cross-entropy, a warm-up + cosine schedule, AdamW, clipping, a bigram baseline.
+
+Covers ``sequence_loss`` (notebook 04's cross-entropy at every position), ``split_tokens``
+(train / validation, the last tenth held out), ``get_batch`` (random windows, seeded),
+``lr_at`` (linear warm-up, then cosine decay to ``min_lr``), ``bigram_loss`` (the baseline: next
+token from a count table of the previous one, add-α smoothed), ``evaluate`` (fixed windows, so the
+number is reproducible), and ``train`` (AdamW with weight decay on matrices only, gradient-norm
+clipping, a tqdm bar and an ``on_eval`` hook for a live curve). Everything is seeded; the model's
+device is used throughout. Saving and loading the result: ``checkpoint.py``.
+Leaves out mixed precision, gradient accumulation and distributed training.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from course_utils.sampling import cross_entropy
+
+
+@dataclass
+class TrainConfig:
+    """Optimiser and schedule: ``TrainConfig().steps`` -> 600 (the committed checkpoint's run)."""
+
+    steps: int = 600
+    batch_size: int = 16
+    max_lr: float = 6e-3
+    min_lr: float = 6e-4
+    warmup_steps: int = 40
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.95)
+    grad_clip: float = 1.0
+    eval_every: int = 50
+    eval_windows: int = 64
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "eval_every", "eval_windows"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
+        if not 0 <= self.warmup_steps <= self.steps:
+            raise ValueError(f"TrainConfig.warmup_steps must be in 0..steps={self.steps}, got {self.warmup_steps}")
+        if not 0 <= self.min_lr <= self.max_lr:
+            raise ValueError(f"TrainConfig needs 0 <= min_lr <= max_lr, got {self.min_lr} and {self.max_lr}")
+        self.betas = tuple(self.betas)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def sequence_loss(logits: Float[Tensor, "batch pos d_vocab"], targets: Int[Tensor, "batch pos"]) -> Float[Tensor, ""]:
+    """Mean cross-entropy over every position (notebook 04's ``cross_entropy`` on the flattened rows).
+
+    ``targets`` are the inputs shifted by one (``get_batch`` does the shift): position i is scored
+    on token i + 1. Uniform logits over d_vocab tokens give ln(d_vocab).
+    """
+    if not isinstance(logits, Tensor) or logits.ndim != 3:
+        raise ValueError(f"logits must have shape (batch, pos, d_vocab), got {getattr(logits, 'shape', type(logits).__name__)}")
+    if not isinstance(targets, Tensor) or tuple(targets.shape) != tuple(logits.shape[:2]):
+        raise ValueError(f"targets must have shape {tuple(logits.shape[:2])}, got {getattr(targets, 'shape', type(targets).__name__)}")
+    return cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))  # (batch·pos, d_vocab) rows
+
+
+def split_tokens(ids: Int[Tensor, "n"], val_fraction: float = 0.1) -> tuple[Tensor, Tensor]:
+    """First (1 - val_fraction) of the ids to train on, the rest to validate: ``split_tokens(arange(10))`` -> 9 and 1 ids."""
+    if not isinstance(ids, Tensor) or ids.ndim != 1 or ids.is_floating_point():
+        raise TypeError("ids must be a 1-d integer tensor of token ids")
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    cut = int(len(ids) * (1 - val_fraction))
+    return ids[:cut], ids[cut:]
+
+
+def get_batch(ids: Int[Tensor, "n"], batch_size: int, n_ctx: int, generator: torch.Generator | None = None):
+    """``batch_size`` random windows: inputs ``ids[i : i + n_ctx]`` and targets shifted by one, each (batch, n_ctx)."""
+    if len(ids) <= n_ctx:
+        raise ValueError(f"ids has {len(ids)} tokens, need more than n_ctx={n_ctx}")
+    starts = torch.randint(0, len(ids) - n_ctx, (batch_size,), generator=generator)
+    offsets = torch.arange(n_ctx + 1)
+    windows = ids[starts[:, None] + offsets]  # (batch, n_ctx + 1)
+    return windows[:, :-1], windows[:, 1:]
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate at ``step``: linear warm-up to max_lr, then cosine decay to min_lr at the last step.
+
+    With the defaults: ``lr_at(0, cfg)`` -> 0.00015, ``lr_at(40, cfg)`` -> 0.006, ``lr_at(600, cfg)`` -> 0.0006.
+    """
+    if step < cfg.warmup_steps:
+        return cfg.max_lr * (step + 1) / cfg.warmup_steps
+    progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
+    return cfg.min_lr + 0.5 * (cfg.max_lr - cfg.min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def bigram_loss(train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m"], d_vocab: int, alpha: float = 0.1) -> float:
+    """Validation cross-entropy of a bigram model: p(b | a) = (count(a, b) + α) / (count(a) + α·d_vocab).
+
+    The best a model can do that sees only the previous token; a transformer must beat it.
+    """
+    counts = torch.zeros(d_vocab, d_vocab, dtype=torch.float64)
+    counts.index_put_((train_ids[:-1], train_ids[1:]), torch.ones(len(train_ids) - 1, dtype=torch.float64), accumulate=True)
+    probs = (counts + alpha) / (counts.sum(dim=1, keepdim=True) + alpha * d_vocab)  # (prev, next), rows sum to 1
+    return float(-probs[val_ids[:-1], val_ids[1:]].log().mean())
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, ids: Int[Tensor, "n"], n_windows: int, impl: str = "fused") -> float:
+    """Mean loss on ``n_windows`` evenly spaced, fixed windows of ``ids`` (no randomness)."""
+    n_ctx = model.cfg.n_ctx
+    starts = torch.linspace(0, len(ids) - n_ctx - 1, n_windows).long()
+    windows = ids[starts[:, None] + torch.arange(n_ctx + 1)]  # (n_windows, n_ctx + 1)
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    total = sum(len(w) * sequence_loss(model(w[:, :-1].to(device), impl=impl), w[:, 1:].to(device))
+                for w in windows.split(16))
+    model.train(was_training)
+    return float(total) / n_windows
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices (2-d and up) only; biases and LayerNorm scales are not decayed."""
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    rest = [p for p in model.parameters() if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.max_lr, betas=cfg.betas, foreach=True)
+
+
+def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m"], cfg: TrainConfig,
+          on_eval=None, progress: bool = True, stop_after: int | None = None) -> dict:
+    """Train in place; returns the log: per-step ``lr``, ``train_loss``; per eval ``eval_step``, ``val_loss``.
+
+    ``on_eval(log)`` is called after every evaluation (the notebook's live curve). Batches come from
+    a generator seeded with ``cfg.seed``, so the run is reproducible. ``stop_after`` ends the run
+    early, on the same schedule (a test replays the first steps of the committed run this way).
+    """
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(cfg.seed)
+    optimizer = make_optimizer(model, cfg)
+    log = {"lr": [], "train_loss": [], "eval_step": [], "val_loss": []}
+    model.train()
+    bar = tqdm(range(cfg.steps if stop_after is None else min(stop_after, cfg.steps)), desc="training", disable=not progress)
+    for step in bar:
+        lr = lr_at(step, cfg)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
+        loss = sequence_loss(model(x.to(device), impl="fused"), y.to(device))  # a 0-d tensor
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        log["lr"].append(lr)
+        log["train_loss"].append(loss.item())
+        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            log["eval_step"].append(step + 1)
+            log["val_loss"].append(evaluate(model, val_ids, cfg.eval_windows))
+            bar.set_postfix(train=f"{log['train_loss'][-1]:.3f}", val=f"{log['val_loss'][-1]:.3f}")
+            if on_eval is not None:
+                on_eval(log)
+    model.eval()
+    return log
+
+
+def threads_for_load(load: float | None = None, cores: int | None = None) -> int:
+    """How many CPU threads to train with: 1 when the machine is already busier than its cores, else all.
+
+    ``threads_for_load(9.0, 2)`` -> 1. On a crowded machine every extra thread waits for the others
+    (a step took about ten times longer with 2 threads than with 1 at a load of 10 on 2 cores).
+    """
+    import os
+
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    load = os.getloadavg()[0] if load is None else load
+    return 1 if load > cores else cores

@@ -1,0 +1,121 @@
+"""Generation: the KV cache gives the logits and tokens of recomputing (greedy and seeded sampling),
+cached attention against torch's causal SDPA, and clear errors for bad prompts and settings."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils.generation import KVCache, cached_attention, forward_with_cache, generate
+from course_utils.gpt import GPT, GPTConfig
+from course_utils.tolerances import tolerance
+
+TINY = dict(d_vocab=41, n_ctx=32, d_model=24, n_heads=3, n_layers=2)
+
+
+def _model(seed=0, **kw):
+    torch.manual_seed(seed)
+    model = GPT(GPTConfig(**{**TINY, **kw}))
+    with torch.no_grad():  # sharper distributions than at init, so a wrong cache changes the tokens
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return model.eval()
+
+
+def _prompt(batch=2, pos=5, seed=1):
+    return torch.randint(0, 41, (batch, pos), generator=torch.Generator().manual_seed(seed))
+
+
+def test_cached_attention_with_empty_cache_is_causal_attention():
+    q, k, v = (torch.randn(2, 3, 7, 8, generator=torch.Generator().manual_seed(s)) for s in range(3))
+    z, k_all, v_all = cached_attention(q, k, v)
+    torch.testing.assert_close(z, F.scaled_dot_product_attention(q, k, v, is_causal=True), rtol=1e-5, atol=1e-6)
+    assert k_all is k and v_all is v
+
+
+def test_cached_attention_step_equals_the_last_row_of_full_attention():
+    q, k, v = (torch.randn(2, 3, 7, 8, generator=torch.Generator().manual_seed(s)) for s in range(3))
+    full = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    z, k_all, v_all = cached_attention(q[:, :, 4:], k[:, :, 4:], v[:, :, 4:], k[:, :, :4], v[:, :, :4])
+    torch.testing.assert_close(z, full[:, :, 4:], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(k_all, k)
+    torch.testing.assert_close(v_all, v)
+
+
+@pytest.mark.parametrize("chunks", [[12], [5, 7], [5, 1, 1, 1, 4]])
+def test_forward_with_cache_equals_recomputing(chunks):
+    model = _model()
+    tokens = _prompt(2, sum(chunks))
+    cache, parts, start = None, [], 0
+    for n in chunks:
+        logits, cache = forward_with_cache(model, tokens[:, start:start + n], cache)
+        parts.append(logits)
+        start += n
+    assert isinstance(cache, KVCache) and cache.length == sum(chunks)
+    rtol, atol = tolerance(torch.float32)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.cat(parts, dim=1), model(tokens), rtol=rtol, atol=10 * atol)
+
+
+@pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=1.0), dict(temperature=0.7, top_k=5),
+                                      dict(temperature=1.2, top_p=0.8)])
+def test_generate_with_cache_gives_the_tokens_of_recomputing(settings):
+    model, prompt = _model(), _prompt()
+    cached = generate(model, prompt, 20, generator=torch.Generator().manual_seed(3), **settings)
+    plain = generate(model, prompt, 20, generator=torch.Generator().manual_seed(3), use_cache=False, **settings)
+    assert cached.shape == (2, 25)
+    assert torch.equal(cached[:, :5], prompt)
+    assert torch.equal(cached, plain)
+
+
+def test_greedy_picks_the_argmax_each_step():
+    model, prompt = _model(), _prompt(1, 4)
+    out = generate(model, prompt, 6, temperature=0)
+    with torch.no_grad():
+        for i in range(4, 10):
+            assert int(out[0, i]) == int(model(out[:, :i])[0, -1].argmax())
+    assert torch.equal(generate(model, prompt, 6, temperature=1.0, top_k=1), out)
+
+
+def test_generate_without_cache_slides_past_the_context():
+    model = _model()
+    out = generate(model, _prompt(1, 30), 10, temperature=0, use_cache=False)
+    assert out.shape == (1, 40)
+    with pytest.raises(ValueError, match="use_cache=False"):
+        generate(model, _prompt(1, 30), 10, temperature=0)
+
+
+def test_bad_input_gets_clear_errors():
+    model = _model()
+    with pytest.raises(ValueError, match="temperature must be a finite number >= 0"):
+        generate(model, _prompt(), 3, temperature=-0.5)
+    with pytest.raises(ValueError, match="longer than the context n_ctx=32"):
+        generate(model, _prompt(1, 33), 3)
+    with pytest.raises(ValueError, match="unknown token id 41"):
+        generate(model, torch.tensor([[3, 41]]), 3)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        generate(model, _prompt(), -1)
+
+
+@pytest.mark.gpu
+def test_cache_on_gpu_equals_recomputing():
+    model, prompt = _model().cuda(), _prompt().cuda()
+    cached = generate(model, prompt, 10, temperature=0)
+    assert cached.device.type == "cuda"
+    assert torch.equal(cached, generate(model, prompt, 10, temperature=0, use_cache=False))
+
+
+@pytest.mark.parametrize("chunks", [[12], [5, 1, 1, 4]])
+def test_fused_cache_equals_the_reference_cache(chunks):
+    model = _model()
+    tokens = _prompt(2, sum(chunks))
+    caches = {"reference": None, "fused": None}
+    start = 0
+    for n in chunks:
+        out = {}
+        for impl in caches:
+            out[impl], caches[impl] = forward_with_cache(model, tokens[:, start:start + n], caches[impl], impl=impl)
+        rtol, atol = tolerance(torch.float32)
+        torch.testing.assert_close(out["fused"], out["reference"], rtol=rtol, atol=10 * atol)
+        start += n
+    assert torch.equal(generate(model, tokens[:, :3], 15, temperature=0, impl="fused"),
+                       generate(model, tokens[:, :3], 15, temperature=0, use_cache=False, impl="fused"))
