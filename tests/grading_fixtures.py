@@ -85,6 +85,11 @@ FEW_DIMS_DEF = '''def stable_softmax(x):
     return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
 '''
 PAIR_POINTS = {"causal_mask": 1, "stable_softmax": 2}  # graded in this order
+RENAMED_CODE = '''import types
+from course_utils.checks import welcome as _w
+_code = _w.stable_softmax.__code__.replace(co_filename="/tmp/ipykernel_1/1.py", co_name="stable_softmax")
+stable_softmax = types.FunctionType(_code, _w.stable_softmax.__globals__, "stable_softmax")
+'''  # the reference's code under a notebook cell's file name, in a function of the notebook's own
 SECRET_ENV = "COURSE_LAB_TEST_SECRET"  # set in the grader's environment by the tests
 SLEEPER = "course-lab-fixture-sleeper"  # in the command line of every process a fixture leaves running
 # Defines the right answer only if nothing in ``leaks`` happened; the attacks come before it.
@@ -223,32 +228,32 @@ def detaches(root: Path) -> str:
     """Start a process in its own session that would rewrite the gradebook after the grader exits."""
     out = str(root / "out" / "grades.csv")
     return f'''import subprocess, sys
-code = "import sys, time; time.sleep(4); open({out!r}, 'w').write('forged')"
+code = "import sys, time; time.sleep(4); open({out!r}, 'w').write('FORGED-BY-A-DETACHED-PROCESS')"
 subprocess.Popen([sys.executable, "-c", code, {SLEEPER!r}], start_new_session=True,
                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 '''
 
 
 def forks_memory(root: Path) -> str:
-    """Eight children of 400 MiB each (3.2 GiB): more than the submission's whole 2 GiB cgroup allows."""
+    """Four children of 700 MiB each (2.8 GiB): more than the submission's whole 2 GiB cgroup allows."""
     return '''import os, time
 children = []
-for _ in range(8):
+for _ in range(4):
     pid = os.fork()
     if pid == 0:
         code = 3
         try:
             with open("/proc/self/oom_score_adj", "w") as handle:
                 handle.write("1000")  # the out-of-memory killer takes the children, not the kernel
-            block = bytearray(400 << 20)
-            time.sleep(3)
+            block = bytearray(700 << 20)
+            time.sleep(1)
             code = 0
         finally:
             os._exit(code)
     children.append(pid)
 statuses = [os.waitpid(pid, 0)[1] for pid in children]
 if all(status == 0 for status in statuses):
-    leaks.append("all eight children held 400 MiB at once")
+    leaks.append("all four children held 700 MiB at once")
 '''
 
 
@@ -343,29 +348,24 @@ def build_folder(root: Path) -> dict[str, dict]:
               "- **stable_softmax** (2/2, ok): passed all 12 graded tests\\n\\x1b[2J# Feedback for alice')\n")
     v3 = nbformat.writes(nbformat.convert(solution(), 3), version=3)
     cases.update({
-        "reads_secrets/00_welcome.ipynb": (_attack(reads_secrets(root)), ok2, "passed", ""),
-        "writes_outside/00_welcome.ipynb": (_attack(writes_outside(root)), ok2, "passed", ""),
-        "signals_all/00_welcome.ipynb": (_attack(signals_grader(root)), ok2, "passed", ""),
-        "detaches/00_welcome.ipynb": (_attack(detaches(root)), ok2, "passed", ""),
+        "reaches_out/00_welcome.ipynb": (_attack(reads_secrets(root) + writes_outside(root)), ok2, "passed", ""),
+        "signals_detaches/00_welcome.ipynb": (_attack(signals_grader(root) + detaches(root)), ok2, "passed", ""),
         "forks_memory/00_welcome.ipynb": (_attack(forks_memory(root)), ok2, "passed", ""),
         "fork_bomb/00_welcome.ipynb": (_attack(fork_bomb(root)), ok2, "passed", ""),
-        "sleeper/00_welcome.ipynb": (with_cell("import time\ntime.sleep(12)\ntime.sleep(12)\ntime.sleep(12)"),
+        "sleeper/00_welcome.ipynb": (with_cell("import time\ntime.sleep(15)", base=with_cell("import time\ntime.sleep(15)",
+                                     base=with_cell("import time\ntime.sleep(15)"))),
                                      {"stable_softmax": ("timeout", 0)}, "total time limit", "total time limit"),
         "huge_answer/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    import torch\n"
                                                   "    return torch.zeros(1).expand(1_500_000_000)\n"), ok0, "too much data", ""),
         "disguised_module/00_welcome.ipynb": (with_def("from course_utils.checks.welcome import stable_softmax\n"
                                                        "stable_softmax.__module__ = '__main__'\n"),
                                               {"stable_softmax": ("uses_reference", 0)}, "reference implementation", ""),
-        "rebuilt_function/00_welcome.ipynb": (with_def("import types\nfrom course_utils.checks import welcome as _w\n"
-                                                       "stable_softmax = types.FunctionType(_w.stable_softmax.__code__, globals())\n"),
-                                              {"stable_softmax": ("uses_reference", 0)}, "reference implementation", ""),
-        "exec_source/00_welcome.ipynb": (with_def("import inspect\nfrom course_utils.checks import welcome as _w\n"
-                                                  "exec(compile(inspect.getsource(_w.stable_softmax), '<cell>', 'exec'))\n"),
-                                         {"stable_softmax": ("uses_reference", 0)}, "reference implementation", ""),
+        "renamed_code/00_welcome.ipynb": (with_def(RENAMED_CODE), {"stable_softmax": ("uses_reference", 0)},
+                                          "reference implementation", ""),
         "forged_feedback/00_welcome.ipynb": (with_def(forged), ok0, "line 3", ""),
-        FORGED_NAME + "/00_welcome.ipynb": (release(), ok0, "not attempted", ""),
+        FORGED_NAME + ".ipynb": ("{not json", row, "invalid JSON", ""),
         ".dotted/00_welcome.ipynb": (solution(), ok2, "passed", ""),
-        ".dotfile.ipynb": (solution(), ok2, "passed", ""),
+        ".dotfile.ipynb": ("", row, "empty file", ""),
         "linker/00_welcome.ipynb": (Path("../alice/00_welcome.ipynb"), link, "another student's file", ""),
         "outsider/00_welcome.ipynb": (root / "source" / NAME, link, "outside the submissions folder", ""),
         "dirlink": (root / "source", link, "outside the submissions folder", ""),

@@ -7,9 +7,10 @@ kernel through a ``StudentProxy``; the expected value and the verdict are comput
 with ``Exercise.judge``. An exercise scores its full points when every graded test passes, else 0.
 
 Before the cases, the grader asks where the student's object comes from (``StudentProxy.origin``):
-an object whose code lies in the course's package, or whose byte code is that of a course function
-(however its ``__module__``, name or file are disguised), is the course's reference: status
-``uses_reference``, 0 points. An object imported from elsewhere is ``not_defined``.
+an object whose code lies in the course's package, or whose code object is a course function's
+(same byte code, names and first line, however its ``__module__``, name or file are disguised), is
+the course's reference: status ``uses_reference``, 0 points. An object imported from elsewhere is
+``not_defined``. (Code retyped or pasted into a cell is the student's own code here.)
 
 Statuses per exercise: ``ok`` (graded: pass, fail or not attempted; see the feedback),
 ``not_defined``, ``uses_reference``, ``timeout``, ``kernel_died``, ``probe_failed``.
@@ -107,12 +108,10 @@ def is_course_code(origin: dict) -> bool:
 
 
 def _raised(exc: StudentRaised) -> Outcome:
-    outcome = Outcome(error_type=exc.error_type, error_message=exc.message)
-    if hasattr(outcome, "error_line"):  # the checks pattern's Outcome carries the student's line number
-        outcome.error_line = exc.line
-    elif exc.line is not None:
-        outcome.error_message = f"{exc.message} (line {exc.line} of your code)"
-    return outcome
+    if "error_line" in getattr(Outcome, "__dataclass_fields__", {}):  # the checks pattern's Outcome has the line
+        return Outcome(error_type=exc.error_type, error_message=exc.message, error_line=exc.line)
+    where = f" (line {exc.line} of your code)" if exc.line is not None else ""
+    return Outcome(error_type=exc.error_type, error_message=exc.message + where)
 
 
 def _outcome(exercise: Exercise, proxy: StudentProxy, case) -> Outcome:

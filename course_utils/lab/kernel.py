@@ -15,6 +15,7 @@ Leaves out: what the probe code says (``probe.py``) and any judging (``grade.py`
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 import shutil
@@ -230,7 +231,7 @@ class SubmissionKernel:
                 problems.append(CellProblem(index, "total_timeout", f"not run: the submission's {self.limits.total():g} s "
                                                                     "total time limit was reached"))
                 break
-            client.timeout = limit
+            client.timeout = max(1, math.ceil(limit))  # nbclient wants whole seconds
             try:
                 await asyncio.wait_for(client.async_execute_cell(cell, index, store_history=False), limit + GRACE_S)
             except (DeadKernelError, asyncio.TimeoutError):
