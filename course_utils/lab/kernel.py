@@ -118,7 +118,7 @@ class _CappedClient(NotebookClient):
 def _environment(workdir: str, tmpdir: str, limits: Limits) -> dict[str, str]:
     import course_utils
 
-    keep = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV")
+    keep = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV") + (("COURSE_LAB_RUN",) if not limits.sandbox else ())
     env = {k: os.environ[k] for k in keep if k in os.environ}
     threads = str(limits.threads)
     env.update(HOME=workdir, TMPDIR=tmpdir, MPLBACKEND="Agg", PYTHONHASHSEED="0", MALLOC_ARENA_MAX="2",
@@ -126,6 +126,12 @@ def _environment(workdir: str, tmpdir: str, limits: Limits) -> dict[str, str]:
                OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
                JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
     return env
+
+
+def _launcher_environment() -> dict[str, str]:
+    """The environment of the process that starts bwrap (bwrap clears it for the kernel)."""
+    keep = ("PATH", "COURSE_LAB_RUN")  # COURSE_LAB_RUN: a label a caller may put on all its processes
+    return {k: os.environ[k] for k in keep if k in os.environ}
 
 
 def _first_error(cell) -> tuple[str, str] | None:
@@ -168,7 +174,7 @@ class SubmissionKernel:
             if self.jail is not None:
                 self.km.write_connection_file()
                 os.chmod(self.km.connection_file, 0o644)  # the kernel's uid must read it; it holds only this kernel's key
-            await self.km.start_kernel(cwd=self.workdir or self.jail.sockets, env=self.env or {"PATH": os.environ.get("PATH", "")},
+            await self.km.start_kernel(cwd=self.workdir or self.jail.sockets, env=self.env or _launcher_environment(),
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
             self.context = zmq.asyncio.Context()
             self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # a bigger message drops the connection
