@@ -7,7 +7,7 @@ PORT   ?= 8888
 # JupyterLab refuses to run as root unless told; only pass the flag when we are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: setup setup-test lab test release clean
+.PHONY: setup setup-test lab test test-fast release clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; set PYTHON=python3.x")'
@@ -31,6 +31,10 @@ lab: setup
 
 test: setup-test
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The quick loop while editing: no notebooks (nbval), no browser, nothing marked slow.
+test-fast: setup-test
+	$(BIN)/python -m pytest -o addopts="-ra -q" -m "not slow and not browser and not gpu" tests $(PYTEST_ARGS)
 
 release: setup
 	$(BIN)/course-lab release --out student

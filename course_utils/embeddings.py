@@ -2,10 +2,12 @@
 
 Covers: ``embed`` (the lookup), ``one_hot`` and ``embed_via_one_hot`` (the same lookup written as
 a matrix product, to show the two agree), ``gradient_descent_step`` (one plain SGD update, for the
-worked example), and ``TokenEmbedding``, a minimal ``nn.Module`` holding ``W_E``.
+worked example), ``TokenEmbedding``, a minimal ``nn.Module`` holding ``W_E``, ``tied_logits`` (the
+unembedding of a model that ties ``W_U = W_Eᵀ``, as GPT-2 does), ``changed_rows`` (which rows of a
+table an update moved) and ``add_token_rows`` (growing the vocabulary by new rows).
 
-Leaves out: tokenisation (notebook 01), positions (``course_utils.positions``), weight tying with
-the unembedding, and optimisers beyond a single plain gradient step.
+Leaves out: tokenisation (notebook 01), positions (``course_utils.positions``), and training loops
+(optimisers are PyTorch's own).
 """
 
 from __future__ import annotations
@@ -74,7 +76,9 @@ class TokenEmbedding(nn.Module):
     """``W_E`` as a learnable table: ``TokenEmbedding(d_vocab=10, d_model=4)(tensor([[3, 1]]))`` -> shape (1, 2, 4).
 
     ``scale=True`` multiplies by sqrt(d_model), as the original transformer paper does before
-    adding its sinusoidal positions (GPT-2 does not).
+    adding its sinusoidal positions; it initialised ``W_E`` with std d_model^-1/2
+    (``init_std=d_model ** -0.5``), so the scaled rows start with entries of size about 1, like the
+    position table's. GPT-2 does not scale (``init_std=0.02``, its learned positions are as small).
     """
 
     def __init__(self, d_vocab: int, d_model: int, scale: bool = False, init_std: float = 0.02):
@@ -82,9 +86,53 @@ class TokenEmbedding(nn.Module):
         for name, n in (("d_vocab", d_vocab), ("d_model", d_model)):
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise ValueError(f"{name} must be a positive int, got {n!r}")
+        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not init_std > 0:
+            raise ValueError(f"init_std must be a positive number, got {init_std!r}")
         self.d_vocab, self.d_model, self.scale = d_vocab, d_model, scale
         self.W_E = nn.Parameter(torch.randn(d_vocab, d_model) * init_std)
 
     def forward(self, token_ids: Int[Tensor, "... pos"]) -> Float[Tensor, "... pos d_model"]:
         out = embed(token_ids, self.W_E)  # (..., pos, d_model)
         return out * math.sqrt(self.d_model) if self.scale else out
+
+
+def tied_logits(x: Float[Tensor, "... pos d_model"], W_E: Float[Tensor, "d_vocab d_model"]) -> Float[Tensor, "... pos d_vocab"]:
+    """Logits with the unembedding tied to the embedding, ``W_U = W_Eᵀ``: ``x @ W_E.T``.
+
+    ``tied_logits(W_E[[3]], W_E)[0, 3]`` is ``|W_E[3]|²``. Every row of ``W_E`` takes part in
+    every logit, so a loss on the logits sends a gradient to every row, seen or not.
+    """
+    _check_table(W_E)
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.ndim < 1 or x.shape[-1] != W_E.shape[1]:
+        raise ValueError(f"x must be a floating-point tensor of shape (..., d_model={W_E.shape[1]}), got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    return x @ W_E.T  # (..., pos, d_vocab)
+
+
+def changed_rows(before: Float[Tensor, "d_vocab d_model"], after: Float[Tensor, "d_vocab d_model"]) -> list[int]:
+    """Indices of the rows that differ: ``changed_rows(zeros(3, 2), tensor([[0, 0], [1, 0], [0, 0]]))`` -> ``[1]``."""
+    for name, t in (("before", before), ("after", after)):
+        if not isinstance(t, torch.Tensor) or t.ndim != 2:
+            raise ValueError(f"{name} must be a 2-d tensor (rows, columns), got "
+                             f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
+    if before.shape != after.shape:
+        raise ValueError(f"before and after must have the same shape, got {tuple(before.shape)} and {tuple(after.shape)}")
+    return (before != after).any(dim=1).nonzero().flatten().tolist()
+
+
+def add_token_rows(W_E: Float[Tensor, "d_vocab d_model"], n_new: int, init_std: float = 0.02,
+                   generator: torch.Generator | None = None) -> Float[Tensor, "d_vocab_new d_model"]:
+    """W_E with ``n_new`` random rows appended for new tokens; the old rows (and ids) are unchanged.
+
+    ``add_token_rows(torch.zeros(5, 4), 2).shape`` -> ``(7, 4)``; the new rows must then be learned.
+    """
+    _check_table(W_E)
+    if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 1:
+        raise ValueError(f"n_new must be a positive int (how many tokens to add), got {n_new!r}")
+    if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not init_std > 0:
+        raise ValueError(f"init_std must be a positive number, got {init_std!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    where = generator.device if generator is not None else W_E.device  # draw where the generator lives
+    new = torch.randn(n_new, W_E.shape[1], generator=generator, dtype=W_E.dtype, device=where) * init_std  # (n_new, d_model)
+    return torch.cat([W_E.detach(), new.to(W_E.device)])  # (d_vocab + n_new, d_model)

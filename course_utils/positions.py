@@ -6,9 +6,12 @@ Covers:
   ``sinusoid_frequencies`` and ``shift_rotation(k, d_model)``, the block-diagonal matrix R_k with
   PE(pos + k) = R_k · PE(pos) for every pos.
 - ``LearnedPositionEmbedding``: a trainable ``W_pos`` table (n_ctx × d_model), as in GPT-2.
-- ``rope_rotate(x, positions)``: rotate each adjacent pair of features (0, 1), (2, 3), ... of a
-  query or key by the angle position × frequency (the RoFormer "interleaved" layout; Llama-style
-  code pairs dimension i with i + d/2 instead, which is the same maths on permuted features).
+- ``closest_positions(table)``: the two positions whose vectors lie closest together, to show
+  that one sine is ambiguous where sin/cos pairs at many frequencies are not.
+- ``rope_rotate(x, positions, layout)``: rotate each pair of features of a query or key by the
+  angle position × frequency. ``layout="interleaved"`` (RoFormer, the default) pairs (0, 1),
+  (2, 3), ...; ``layout="halves"`` (Llama-style code) pairs i with i + d/2. That is only a storage
+  convention: ``halves_order(d)`` permutes one layout into the other, and the scores agree.
 
 Leaves out: ALiBi and other relative-bias schemes, RoPE scaling for long contexts (NTK, YaRN), and
 caching the cos/sin tables.
@@ -77,15 +80,43 @@ class LearnedPositionEmbedding(nn.Module):
         return self.W_pos[:seq_len]  # (pos, d_model)
 
 
+def closest_positions(table: Float[Tensor, "n_ctx d"]) -> tuple[float, int, int]:
+    """(distance, i, j) of the two closest distinct rows: ``closest_positions(tensor([[0.], [1.], [0.1]]))`` -> ``(0.1, 0, 2)``."""
+    if not isinstance(table, torch.Tensor) or not table.is_floating_point() or table.ndim != 2 or table.shape[0] < 2:
+        raise ValueError(f"table must be a floating-point tensor of shape (n_ctx >= 2, d), got "
+                         f"{tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__}")
+    t = table.double()
+    distances = torch.cdist(t, t)  # (n_ctx, n_ctx)
+    distances.fill_diagonal_(float("inf"))
+    flat = int(distances.argmin())
+    i, j = divmod(flat, t.shape[0])
+    return float(distances[i, j]), min(i, j), max(i, j)
+
+
+def halves_order(d_head: int) -> Int[Tensor, "d_head"]:
+    """Feature order that turns the interleaved layout into the halves one: ``halves_order(6)`` -> ``[0, 2, 4, 1, 3, 5]``.
+
+    ``rope_rotate(x[..., order], layout="halves") == rope_rotate(x)[..., order]``.
+    """
+    _positive_int("d_head", d_head, even=True)
+    return torch.cat([torch.arange(0, d_head, 2), torch.arange(1, d_head, 2)])
+
+
+LAYOUTS = ("interleaved", "halves")
+
+
 def rope_rotate(
-    x: Float[Tensor, "... pos d_head"], positions: Int[Tensor, "pos"] | None = None, base: float = BASE
+    x: Float[Tensor, "... pos d_head"], positions: Int[Tensor, "pos"] | None = None, base: float = BASE,
+    layout: str = "interleaved",
 ) -> Float[Tensor, "... pos d_head"]:
     """Rotate each feature pair (2i, 2i+1) of row ``pos`` by angle pos × base^(-2i/d_head).
 
     ``rope_rotate(tensor([[1., 0.], [1., 0.]]))`` -> ``[[1, 0], [cos 1, sin 1]]``. ``positions``
     defaults to 0, 1, 2, ... Rotating queries and keys this way makes q·k depend only on the
-    offset between their positions.
+    offset between their positions. ``layout="halves"`` pairs feature i with i + d_head/2 instead.
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError(f"x must be a floating-point torch.Tensor of shape (..., pos, d_head), got {getattr(x, 'dtype', type(x).__name__)}")
     if x.ndim < 2:
@@ -99,6 +130,9 @@ def rope_rotate(
                          f"{tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__}")
     angles = positions.to(torch.float64)[:, None] * sinusoid_frequencies(d_head, base).to(positions.device)  # (pos, d_head // 2)
     cos, sin = angles.cos().to(x.dtype).to(x.device), angles.sin().to(x.dtype).to(x.device)
+    if layout == "halves":
+        first, second = x[..., : d_head // 2], x[..., d_head // 2:]  # each (..., pos, d_head // 2)
+        return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)  # (..., pos, d_head)
     pairs = x.reshape(*x.shape[:-1], d_head // 2, 2)  # (..., pos, d_head // 2, 2)
     first, second = pairs[..., 0], pairs[..., 1]
     rotated = torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1)  # (..., pos, d_head // 2, 2)

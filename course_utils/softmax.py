@@ -48,9 +48,23 @@ def masked_softmax(
         mask = torch.broadcast_to(mask.to(scores.device), scores.shape)
     except RuntimeError as exc:
         raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores of shape {tuple(scores.shape)}") from exc
-    filled = scores.masked_fill(~mask, float("-inf"))
-    row_max = filled.amax(dim=dim, keepdim=True)
-    row_max = torch.where(torch.isinf(row_max), torch.zeros_like(row_max), row_max)  # empty rows
-    exps = (filled - row_max).exp()  # exp(-inf) = 0 for masked entries
-    total = exps.sum(dim=dim, keepdim=True)
-    return torch.where(total > 0, exps / total.clamp_min(torch.finfo(scores.dtype).tiny), torch.zeros_like(exps))
+    return masked_softmax_(scores.masked_fill(~mask, float("-inf")), None, dim=dim)
+
+
+def masked_softmax_(scores: Float[Tensor, "... k_pos"], mask: Tensor | None, dim: int = -1) -> Float[Tensor, "... k_pos"]:
+    """``masked_softmax`` computed in place in ``scores`` (a buffer the caller owns), inputs unchecked.
+
+    One pass per step and no temporary as large as ``scores``: fill the masked entries with -inf,
+    take each row's max (0 for a row with nothing allowed, so no inf - inf), subtract and exponentiate
+    in place (masked entries become exp(-inf) = 0), then divide by the row sums, clamped to the
+    smallest float so an empty row stays all zeros instead of 0/0 = NaN. Used on the internal
+    scores of attention; ``mask`` must already be a bool tensor that broadcasts to ``scores``.
+    When autograd is recording, the same steps run out of place (backward needs their results).
+    """
+    grad = scores.requires_grad and torch.is_grad_enabled()
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if grad else scores.masked_fill_(~mask, float("-inf"))
+    row_max = scores.amax(dim=dim, keepdim=True).detach().nan_to_num(0.0, neginf=0.0)  # empty rows: 0
+    exps = (scores - row_max).exp() if grad else scores.sub_(row_max).exp_()
+    total = exps.sum(dim=dim, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
+    return exps / total if grad else exps.div_(total)

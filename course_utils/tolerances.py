@@ -2,6 +2,13 @@
 
 Keyed by dtype and device type, so a looser GPU or Apple-silicon tolerance is changed here once
 rather than in scattered tests. ``tolerance(torch.float32)`` -> ``(1e-5, 1e-6)`` as (rtol, atol).
+
+Two tables: ``TOLERANCES`` says how closely two *implementations* of the same computation agree
+(tests of the library against its oracles), and ``TEACHING_TOLERANCES`` says how closely a student's
+answer must match the reference for a check to accept it, by the precision the exercise teaches.
+A check judges at ``"float32"`` unless its exercise says otherwise: an answer that is right to
+float32 rounding passes whatever the inputs' dtype, while every wrong formula in a mistake bank is
+off by far more (``tests/test_checks.py`` proves both for every exercise).
 """
 
 from __future__ import annotations
@@ -26,3 +33,19 @@ def tolerance(dtype: torch.dtype, device: str | torch.device = "cpu") -> tuple[f
         if key in TOLERANCES:
             return TOLERANCES[key]
     return TOLERANCES[(torch.float32, "any")]
+
+
+# (rtol, atol) a check allows, by the precision the exercise asks for.
+TEACHING_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-9),  # exercises about float64 itself (rare)
+    "float32": (1e-5, 1e-5),  # the default: float32 rounding, another order of operations, einsum vs matmul
+    "loose": (1e-3, 1e-4),    # long float32 chains (a training step, a full forward pass)
+    "exact": (0.0, 0.0),      # integers, token ids, merges: no rounding at all
+}
+
+
+def teaching_tolerance(precision: str = "float32") -> tuple[float, float]:
+    """(rtol, atol) a check allows at ``precision``: ``teaching_tolerance("float32")`` -> ``(1e-5, 1e-5)``."""
+    if precision not in TEACHING_TOLERANCES:
+        raise ValueError(f"precision must be one of {sorted(TEACHING_TOLERANCES)}, got {precision!r}")
+    return TEACHING_TOLERANCES[precision]

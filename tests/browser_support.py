@@ -3,7 +3,7 @@
 Covered: starting/stopping JupyterLab on 127.0.0.1 with a random port and token and with news,
 update checks and the PyPI extension manager turned off; launching Debian's Chromium through
 Playwright (never a downloaded browser); opening a notebook, waiting for its kernel, running all
-cells; reading widget readouts by CSS class (see notes in WIDGET_CONTRACT); checking that a
+cells; reading widget readouts by CSS class (see WIDGET_CONTRACT.md); checking that a
 screenshot is not blank; recording every request the page makes.
 Left out: anything specific to one notebook (that lives in tests/test_browser.py).
 """

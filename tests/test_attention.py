@@ -44,6 +44,11 @@ def test_the_cat_sat_worked_example():
     out = scaled_dot_product_attention(q, k, v)[1]
     _assert_close(out, torch.tensor([2 * e, e + 2], dtype=torch.float64) / (2 * e + 1))
     assert [round(t, 3) for t in out.tolist()] == [0.998, 0.503]
+    # the notebook prints both: e^(8/√2) = 286.2 but e^5.66 (the score rounded) = 287.1, and cat's
+    # weighted value is 0.003 unrounded but 0.004 from the rounded weight 0.002 (the seed's figure)
+    assert f"{e:.1f}" == "286.2" and f"{math.exp(round(s, 2)):.1f}" == "287.1"
+    cat_weight = weights[1].item()
+    assert f"{cat_weight * v[1, 1].item():.3f}" == "0.003" and f"{round(cat_weight, 3) * v[1, 1].item():.3f}" == "0.004"
 
 
 def test_equal_scores_average_the_values():
@@ -146,7 +151,6 @@ def test_scores_scale_with_sqrt_d_head():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("impl", ["reference", "fused"])
 def test_gpu_matches_cpu(impl):
     q, k, v = _qkv((2, 4, 32, 16), (2, 4, 32, 16), 16, torch.float32, seed=11)
@@ -250,10 +254,13 @@ def test_unknown_impl():
         _call(q, k, v, impl="flash")
 
 
-def test_follows_input_device_and_dtype():
+@pytest.mark.parametrize("impl", ["reference", "fused"])
+def test_follows_input_device_and_dtype(impl):
     q, k, v = _qkv((2, 4, 8), (2, 5, 8), 3, torch.float64)
-    out = _call(q, k, v)
-    assert out.dtype == torch.float64 and out.device == q.device and out.shape == (2, 4, 3)
+    assert _call(q, k, v, impl=impl).dtype == torch.float64
+    meta = [x.to("meta") for x in (q, k, v)]  # another device than the default one, on any machine
+    out = _call(*meta, mask=torch.ones(4, 5, dtype=torch.bool, device="meta"), impl=impl)
+    assert out.device.type == "meta" and out.dtype == torch.float64 and out.shape == (2, 4, 3)
 
 
 # -- one head as a module: torch.nn.MultiheadAttention (one head, no bias) is the oracle ------------

@@ -1,6 +1,7 @@
 """Every check of every notebook, tested the same way: the reference passes (on the public and
 hidden seeds), a stub reports 'not attempted', each mistake in its bank fails with its own hint,
-and things that are not submissions are rejected with a clear message."""
+each accepted alternative passes (on every seed), the hints are progressive, and things that are
+not submissions are rejected with a clear message."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import inspect
 
 import pytest
 
-from course_utils.checks import all_exercises
+from course_utils.checks import all_exercises, hint
 from course_utils.checks.core import ERROR, FAILED, NOT_ATTEMPTED
 
 EXERCISES = all_exercises()
 MISTAKES = [(name, m) for name, ex in sorted(EXERCISES.items()) for m in ex.mistakes]
+ALTERNATIVES = [(name, a) for name, ex in sorted(EXERCISES.items()) for a in ex.alternatives]
+MIN_ALTERNATIVES, MIN_MISTAKES, MIN_HINTS = 3, 2, 2
 
 
 def _stub_for(exercise):
@@ -30,8 +33,16 @@ def _stub_for(exercise):
     return stub
 
 
-def test_the_course_has_exercises():
-    assert "stable_softmax" in EXERCISES
+def test_every_exercise_is_graded_in_exactly_one_notebook():
+    """No orphan checks (defined but in no notebook's metadata) and no exercise claimed twice."""
+    from notebook_tools import course_notebooks, read
+
+    owners: dict[str, list[str]] = {}
+    for path in course_notebooks():
+        for name in read(path).metadata.get("course", {}).get("exercises", {}):
+            owners.setdefault(name, []).append(path.name)
+    assert sorted(EXERCISES) == sorted(owners), f"only in checks: {sorted(set(EXERCISES) - set(owners))}; only in notebooks: {sorted(set(owners) - set(EXERCISES))}"
+    assert all(len(paths) == 1 for paths in owners.values()), {n: p for n, p in owners.items() if len(p) > 1}
 
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))
@@ -54,8 +65,32 @@ def test_stub_is_not_attempted(name):
 @pytest.mark.parametrize("name", sorted(EXERCISES))
 def test_each_exercise_has_a_bank_of_at_least_two_mistakes(name):
     mistakes = EXERCISES[name].mistakes
-    assert len(mistakes) >= 2
+    assert len(mistakes) >= MIN_MISTAKES
     assert len({m.hint for m in mistakes}) == len(mistakes), "two mistakes share a hint"
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_each_exercise_has_a_bank_of_at_least_three_accepted_alternatives(name):
+    alternatives = EXERCISES[name].alternatives
+    assert len(alternatives) >= MIN_ALTERNATIVES, f"{name} has {len(alternatives)} accepted alternatives"
+    assert len({a.name for a in alternatives}) == len(alternatives), "two alternatives share a name"
+    assert all(a.impl is not EXERCISES[name].reference for a in alternatives), "the reference is not an alternative"
+
+
+@pytest.mark.parametrize("name,alternative", ALTERNATIVES, ids=[f"{n}-{a.name}" for n, a in ALTERNATIVES])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_accepted_alternative_passes(name, alternative, seed):
+    verdict = EXERCISES[name].check(alternative.impl, seed=seed)
+    assert verdict.passed, f"{alternative.name}: {verdict}"
+
+
+@pytest.mark.parametrize("name", sorted(EXERCISES))
+def test_each_exercise_has_progressive_hints(name):
+    exercise = EXERCISES[name]
+    assert len(exercise.hints) >= MIN_HINTS, f"{name} has {len(exercise.hints)} hints"
+    assert len(set(exercise.hints)) == len(exercise.hints), "two hints are the same"
+    assert all(isinstance(h, str) and len(h.split()) >= 4 for h in exercise.hints), "a hint is a sentence"
+    assert hint(name).text == exercise.hints[0] and hint(name, len(exercise.hints)).level == len(exercise.hints)
 
 
 @pytest.mark.parametrize("name,mistake", MISTAKES, ids=[f"{n}-{m.name}" for n, m in MISTAKES])
@@ -63,6 +98,14 @@ def test_each_mistake_fails_with_its_own_hint(name, mistake):
     verdict = EXERCISES[name].check(mistake.impl)
     assert verdict.status == FAILED, str(verdict)
     assert verdict.message.startswith(mistake.hint), f"expected hint {mistake.hint!r}, got {verdict.message!r}"
+
+
+@pytest.mark.parametrize("name,mistake", MISTAKES, ids=[f"{n}-{m.name}" for n, m in MISTAKES])
+def test_no_mistake_is_an_accepted_answer(name, mistake):
+    """A mistake must differ from the reference by more than the teaching tolerance on some case."""
+    exercise = EXERCISES[name]
+    verdicts = [exercise.check(mistake.impl, seed=seed) for seed in (0, 1, 2)]
+    assert all(v.status == FAILED for v in verdicts), [str(v) for v in verdicts]
 
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))
@@ -88,7 +131,8 @@ def test_a_crashing_submission_names_the_error_and_case():
 
     verdict = EXERCISES["stable_softmax"].check(crashes)
     assert verdict.status == ERROR
-    assert "raised ValueError: boom" in verdict.message and "(case:" in verdict.message
+    assert "raised ValueError in `crashes`, line" in verdict.message and ": boom" in verdict.message
+    assert "(case:" in verdict.message
 
 
 def test_an_unknown_wrong_answer_gets_the_generic_difference():
@@ -104,3 +148,13 @@ def test_an_unknown_wrong_answer_gets_the_generic_difference():
 def test_exercise_references_have_signatures():
     for name, exercise in EXERCISES.items():
         inspect.signature(exercise.reference)  # raises if a builtin without one slipped in
+
+
+def test_hint_levels_and_names_are_validated():
+    with pytest.raises(ValueError, match="name must be an exercise name"):
+        hint("no_such_exercise")
+    name = sorted(EXERCISES)[0]
+    with pytest.raises(ValueError, match="level must be an int from 1 to"):
+        hint(name, 99)
+    with pytest.raises(ValueError, match="level must be an int"):
+        hint(name, 0)

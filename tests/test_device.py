@@ -14,10 +14,16 @@ def test_env_var_overrides(monkeypatch):
     assert pick_device() == torch.device("cpu")
 
 
-def test_default_order(monkeypatch):
+@pytest.mark.parametrize("cuda,mps,expected", [
+    (True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu"),
+])
+def test_default_order_is_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
+    import course_utils.device as device_module
+
     monkeypatch.delenv("COURSE_DEVICE", raising=False)
-    expected = "cuda" if torch.cuda.is_available() else ("mps" if torch.backends.mps.is_available() else "cpu")
-    assert pick_device().type == expected
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(device_module, "_mps_available", lambda: mps)
+    assert pick_device() == torch.device(expected)
 
 
 @pytest.mark.parametrize("bad", ["tpu", "gpu0", "CPUX"])

@@ -98,3 +98,31 @@ def test_no_cell_rebinds_an_exercise_name(path):
                 bound = [node.id]
             clash = set(bound) & names
             assert not clash, f"cell {index} rebinds the exercise name(s) {sorted(clash)}"
+
+
+HEADING = re.compile(r"^#{2,4} Exercise: (?P<title>.+?) \((?P<points>\d+(?:\.\d+)?) points?, difficulty (?P<difficulty>[123])/3, "
+                     r"about (?P<minutes>\d+) min\)\s*$", re.M)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_exercise_heading_shows_points_difficulty_and_time(path):
+    """`### Exercise: <title> (2 points, difficulty 2/3, about 10 min)` before the defining cell, as in the metadata."""
+    nb = read(path)
+    for name, spec in nb.metadata.get("course", {}).get("exercises", {}).items():
+        assert spec.get("difficulty") in (1, 2, 3), f"{name}: metadata difficulty must be 1, 2 or 3"
+        assert isinstance(spec.get("minutes"), int) and spec["minutes"] > 0, f"{name}: metadata minutes must be a positive int"
+        defining = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and has_solution(c.source)
+                        and re.search(rf"^(def|class) {EXERCISES[name].expected_name}\b", c.source, re.M))
+        headings = [m for c in nb.cells[:defining] if c.cell_type == "markdown" for m in HEADING.finditer(c.source)]
+        assert headings, f"{name}: no '### Exercise: ... (N points, difficulty D/3, about M min)' heading before cell {defining}"
+        last = headings[-1]
+        assert (float(last["points"]), int(last["difficulty"]), int(last["minutes"])) == (
+            float(spec["points"]), spec["difficulty"], spec["minutes"]), f"{name}: heading {last.group(0)!r} vs metadata {spec}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_exercise_says_how_to_ask_for_a_hint(path):
+    nb = read(path)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for name in nb.metadata.get("course", {}).get("exercises", {}):
+        assert f'hint("{name}")' in markdown, f'{name}: no markdown cell tells the student to run hint("{name}")'

@@ -1,16 +1,20 @@
 """Positions: the sinusoidal table against a plain-Python formula and the worked d_model = 4 numbers,
-the fixed-rotation property, learned positions, RoPE against complex multiplication and Hugging
-Face's Llama implementation, and permutation equivariance of attention without positions."""
+the fixed-rotation property, one sine being ambiguous where sin/cos pairs at many frequencies are not,
+learned positions, RoPE against complex multiplication and Hugging Face's Llama implementation, the
+interleaved and halves layouts giving the same scores, and permutation equivariance of attention
+without positions."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 import torch
 
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.positions import LearnedPositionEmbedding, rope_rotate, shift_rotation, sinusoidal_encoding
+from course_utils.positions import (LearnedPositionEmbedding, closest_positions, halves_order, rope_rotate, shift_rotation,
+                                    sinusoidal_encoding)
 
 
 def _formula(pos: int, j: int, d_model: int) -> float:
@@ -43,6 +47,42 @@ def test_sin2_cos2_from_the_addition_formulas():
     R = shift_rotation(1, 2)
     sin2, cos2 = (R @ torch.tensor([math.sin(1), math.cos(1)], dtype=torch.float64)).tolist()
     assert sin2 == pytest.approx(math.sin(2)) and cos2 == pytest.approx(math.cos(2))
+
+
+def test_closest_positions_against_brute_force():
+    table = torch.randn(30, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    best = min((float((table[i] - table[j]).norm()), i, j) for i, j in itertools.combinations(range(30), 2))
+    distance, i, j = closest_positions(table)
+    assert (i, j) == best[1:] and distance == pytest.approx(best[0])
+    with pytest.raises(ValueError, match="n_ctx >= 2"):
+        closest_positions(table[:1])
+
+
+def test_one_sine_is_ambiguous_but_the_whole_table_is_not():
+    assert math.sin(math.radians(30)) == pytest.approx(math.sin(math.radians(150)))  # the clock: 1 and 5 o'clock
+    assert math.cos(math.radians(30)) == pytest.approx(-math.cos(math.radians(150)))  # the cosine tells them apart
+    pe = sinusoidal_encoding(512, 512, dtype=torch.float64)
+    one_sine, _, _ = closest_positions(pe[:, :1])
+    one_pair, _, _ = closest_positions(pe[:, :2])
+    whole, i, j = closest_positions(pe)
+    assert one_sine < 1e-5 and one_pair < 0.05  # two positions far apart look (almost) alike
+    neighbours = float((pe[1] - pe[0]).norm())
+    assert j == i + 1 and whole == pytest.approx(neighbours) and whole > 3  # all 512 positions are far apart
+
+
+def test_halves_layout_is_the_interleaved_one_stored_in_another_order():
+    gen = torch.Generator().manual_seed(6)
+    q, k = torch.randn(2, 7, 16, generator=gen, dtype=torch.float64), torch.randn(2, 7, 16, generator=gen, dtype=torch.float64)
+    order = halves_order(16)
+    assert order.tolist() == [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+    torch.testing.assert_close(rope_rotate(q[..., order], layout="halves"), rope_rotate(q)[..., order])
+    scores_interleaved = rope_rotate(q) @ rope_rotate(k).transpose(-2, -1)
+    scores_halves = rope_rotate(q[..., order], layout="halves") @ rope_rotate(k[..., order], layout="halves").transpose(-2, -1)
+    torch.testing.assert_close(scores_halves, scores_interleaved)  # same attention scores either way
+    # but the layouts are not interchangeable on the same stored vector
+    assert not torch.allclose(rope_rotate(q, layout="halves"), rope_rotate(q))
+    with pytest.raises(ValueError, match="layout must be one of"):
+        rope_rotate(q, layout="llama")
 
 
 def test_learned_positions():
@@ -79,6 +119,7 @@ def test_rope_matches_hugging_face_llama_up_to_feature_order():
     perm = torch.cat([torch.arange(0, d_head, 2), torch.arange(1, d_head, 2)])  # pairs (2i, 2i+1) -> (i, i + d/2)
     hf, _ = llama.apply_rotary_pos_emb(x[..., perm], x[..., perm], cos, sin)
     torch.testing.assert_close(rope_rotate(x)[..., perm], hf, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(rope_rotate(x[..., perm], layout="halves"), hf, rtol=1e-5, atol=1e-5)  # Llama's own layout
 
 
 def test_rope_scores_depend_only_on_the_offset():
@@ -121,3 +162,27 @@ def test_bad_input():
         rope_rotate(torch.zeros(3, 4), torch.tensor([0, 1]))
     with pytest.raises(TypeError, match="floating-point"):
         rope_rotate(torch.zeros(3, 4, dtype=torch.int64))
+
+
+@pytest.mark.gpu
+def test_rope_layouts_and_closest_positions_follow_the_device():
+    x = torch.randn(2, 6, 8, generator=torch.Generator().manual_seed(7))
+    order = halves_order(8)
+    for layout, inp in (("interleaved", x), ("halves", x[..., order])):
+        gpu = rope_rotate(inp.cuda(), layout=layout)
+        assert gpu.device.type == "cuda"
+        torch.testing.assert_close(gpu.cpu(), rope_rotate(inp, layout=layout), rtol=1e-5, atol=1e-5)
+    pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
+    assert closest_positions(pe.cuda())[1:] == closest_positions(pe)[1:]
+
+
+def test_your_cat_is_a_lovely_cat():
+    # the two CATs share their embedding but get different inputs once positions are added;
+    # the position rows depend only on position and d_model, never on the sentence
+    ids = torch.tensor([1, 5, 4, 2, 0, 5])  # YOUR CAT IS A LOVELY CAT
+    W_E = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(9))
+    X = W_E[ids] + sinusoidal_encoding(6, 8, dtype=torch.float64)
+    assert torch.equal(W_E[ids][1], W_E[ids][5]) and not torch.allclose(X[1], X[5])
+    torch.testing.assert_close(sinusoidal_encoding(6, 8)[1], sinusoidal_encoding(4, 8)[1], rtol=0, atol=0)
+    with torch.device("meta"):
+        assert LearnedPositionEmbedding(n_ctx=2048, d_model=12288).W_pos.numel() == 2048 * 12288

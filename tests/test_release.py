@@ -13,6 +13,7 @@ import pytest
 from nbclient import NotebookClient
 
 from course_utils.lab.release import ReleaseError, release
+from course_utils.lab.leaks import RUN_TOKENS, find_leak, tokens
 from course_utils.lab.solutions import solution_lines, strip_solutions
 from course_utils.checks import all_exercises
 from notebook_tools import NOTEBOOK_DIR, check_cells, course_notebooks, output_text, read
@@ -137,10 +138,86 @@ def test_a_failed_release_leaves_an_existing_release_untouched(tmp_path):
     assert (out / "00_welcome.ipynb").read_bytes() == before
 
 
-def test_hint_lines_become_the_stub_message():
-    stub = strip_solutions("def f(x):\n    # BEGIN SOLUTION\n    # HINT: add one\n    return x + 1\n    # END SOLUTION\n")
-    assert stub == "def f(x):\n    raise NotImplementedError('add one')"
+def test_stubs_say_what_to_do_and_where_help_is_never_the_solution():
+    source = "def f(x):\n    # BEGIN SOLUTION\n    # HINT: add one\n    return x + 1\n    # END SOLUTION\n"
+    stub = strip_solutions(source, exercises={"f": "add_one"})
+    assert "add one" not in stub and "x + 1" not in stub
+    assert "hint('add_one')" in stub
     namespace: dict = {}
     exec(stub, namespace)
-    with pytest.raises(NotImplementedError, match="add one"):
+    with pytest.raises(NotImplementedError, match="`f` is yours to write"):
         namespace["f"](1)
+
+
+def test_every_released_stub_is_the_generic_message(student_dir):
+    for path in NOTEBOOKS:
+        for cell in read(student_dir / path.name).cells:
+            for line in cell.source.splitlines() if cell.cell_type == "code" else []:
+                if "raise NotImplementedError(" in line:
+                    assert "is yours to write" in line, f"{path.name}: {line.strip()}"
+
+
+# ---- leaks: a hint may teach, never hand over the code ----------------------------------------
+SOLUTION = "    scores = q @ k.transpose(-2, -1)\n    return scores / math.sqrt(q.shape[-1])"
+
+
+@pytest.mark.parametrize("text,leaks", [
+    ("the scores are q @ k.transpose(-2, -1), then scale", True),       # a run of 12 tokens
+    ("scale with scores / math.sqrt(q.shape[-1])", True),               # a run of 8+ tokens
+    ("k.transpose(-2, -1) swaps the last two axes", True),              # exactly 10 tokens of the solution
+    ("transpose(-2, -1) swaps the last two axes", True),                # 8 tokens: the threshold
+    ("(-2, -1) are the last two axes", False),                          # 7 tokens: a hint, not the answer
+    ("multiply each query by every key, then divide by the square root of d_head", False),
+])
+def test_leak_threshold_both_ways(text, leaks):
+    assert (find_leak(text, [SOLUTION]) is not None) == leaks, find_leak(text, [SOLUTION])
+
+
+def test_run_threshold_is_exact():
+    code_tokens = tokens("q @ k.transpose(-2, -1)")
+    assert find_leak(" ".join(code_tokens[:RUN_TOKENS]), [SOLUTION]) is not None
+    assert find_leak(" ".join(code_tokens[:RUN_TOKENS - 1]), [SOLUTION]) is None
+
+
+def _exercise_notebook(tmp_path, hint_cell: str | None) -> Path:
+    cells = [nbformat.v4.new_code_cell("def stable_softmax(x):\n    # BEGIN SOLUTION\n"
+                                       "    shifted = x - x.amax(dim=-1, keepdim=True)\n"
+                                       "    return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)\n"
+                                       "    # END SOLUTION")]
+    if hint_cell is not None:
+        cells.append(nbformat.v4.new_markdown_cell(hint_cell))
+    nb = nbformat.v4.new_notebook(cells=cells)
+    path = tmp_path / "ex.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def test_release_refuses_a_details_hint_that_gives_the_code(tmp_path):
+    leaking = "<details><summary>Hint</summary>shifted = x - x.amax(dim=-1, keepdim=True)</details>"
+    with pytest.raises(ReleaseError, match="hint cell 1 gives the solution away"):
+        release(_exercise_notebook(tmp_path, leaking), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    fine = "<details><summary>Hint</summary>subtract each row's largest logit first</details>"
+    release(_exercise_notebook(tmp_path, fine), tmp_path / "out")
+    assert (tmp_path / "out" / "ex.ipynb").exists()
+
+
+def test_release_refuses_an_exercise_hint_that_gives_the_code(tmp_path, monkeypatch):
+    from course_utils.checks import welcome
+
+    path = _exercise_notebook(tmp_path, None)
+    nb = read(path)
+    nb.metadata["course"] = {"exercises": {"stable_softmax": {"points": 2, "difficulty": 1, "minutes": 5}}}
+    nbformat.write(nb, str(path))
+    monkeypatch.setattr(welcome.STABLE_SOFTMAX, "hints", ["try shifted.exp() / shifted.exp().sum(dim=-1)"])
+    with pytest.raises(ReleaseError, match="hint 1 of exercise 'stable_softmax' gives the solution away"):
+        release(path, tmp_path / "out")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_course_hint_repeats_its_solution(path):
+    nb = read(path)
+    solutions = [line for cell in nb.cells if cell.cell_type == "code" for line in [cell.source] if "# BEGIN SOLUTION" in line]
+    for name in nb.metadata.get("course", {}).get("exercises", {}):
+        for level, text in enumerate(EXERCISES[name].hints, 1):
+            assert find_leak(text, solutions) is None, f"{name} hint {level}: {text!r}"

@@ -52,3 +52,24 @@ def test_masked_softmax_rejects_bad_masks():
         masked_softmax(scores, torch.ones(3, 3))
     with pytest.raises(ValueError, match=r"mask of shape \(2, 2\)"):
         masked_softmax(scores, torch.ones(2, 2, dtype=torch.bool))
+
+
+def test_the_in_place_masked_softmax_equals_the_public_one_and_reuses_its_buffer():
+    from course_utils.softmax import masked_softmax_
+
+    gen = torch.Generator().manual_seed(3)
+    scores = torch.randn(2, 5, 6, generator=gen, dtype=torch.float64)
+    mask = torch.rand(5, 6, generator=gen) > 0.4
+    mask[2] = False  # a row with nothing allowed
+    expected = masked_softmax(scores, mask)
+    buffer = scores.clone()
+    out = masked_softmax_(buffer, mask)
+    assert out.data_ptr() == buffer.data_ptr(), "no grad: computed in place"
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+    assert not out.isnan().any() and bool((out[:, 2] == 0).all())
+    leaf = scores.clone().requires_grad_()
+    with_grad = masked_softmax_(leaf, mask)  # autograd recording: out of place, leaf untouched
+    torch.testing.assert_close(with_grad, expected)
+    torch.testing.assert_close(leaf.detach(), scores)
+    (with_grad * torch.arange(6.0, dtype=torch.float64)).sum().backward()
+    assert leaf.grad is not None and bool(torch.isfinite(leaf.grad).all())

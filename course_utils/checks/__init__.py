@@ -2,7 +2,8 @@
 
 Each notebook module defines ``EXERCISES`` (a dict name -> ``Exercise``) and a ``check_<name>``
 function per exercise for use in the notebook. ``get_exercise(name)`` finds any of them, which is
-how the grader and the tests reach every check without a hand-kept list.
+how the grader and the tests reach every check without a hand-kept list. ``hint(name, level)``
+shows an exercise's hints one level at a time (a nudge first, never the code).
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from course_utils.checks.core import Case, Exercise, Mistake, Property, Verdict
+from dataclasses import dataclass
 
-__all__ = ["Case", "Exercise", "Mistake", "Property", "Verdict", "all_exercises", "get_exercise", "check_modules"]
+from course_utils.checks.core import Alternative, Case, Exercise, Mistake, Property, Verdict
+
+__all__ = ["Alternative", "Case", "Exercise", "Mistake", "Property", "Verdict", "all_exercises", "get_exercise",
+           "check_modules", "hint"]
 
 _MACHINERY = {"core", "compare"}
 
@@ -40,3 +44,37 @@ def get_exercise(name: str) -> Exercise:
     if name not in exercises:
         raise KeyError(f"no exercise named {name!r}; known: {', '.join(sorted(exercises))}")
     return exercises[name]
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One hint, shown as Markdown in a notebook and as plain text elsewhere."""
+
+    exercise: str
+    level: int
+    of: int
+    text: str
+
+    def __str__(self) -> str:
+        more = (f" Still stuck? `hint({self.exercise!r}, {self.level + 1})`." if self.level < self.of
+                else " That was the last hint: re-read the text above the exercise, or ask.")
+        return f"💡 Hint {self.level} of {self.of} for `{self.exercise}`: {self.text}{more}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+def hint(name: str, level: int = 1) -> Hint:
+    """Hint ``level`` for exercise ``name``: ``hint("stable_softmax")`` is the gentlest, then 2, 3...
+
+    Hints are progressive and never contain the solution's code (``course-lab release`` refuses a
+    notebook whose hints do).
+    """
+    exercises = all_exercises()
+    if not isinstance(name, str) or name not in exercises:
+        raise ValueError(f"name must be an exercise name such as 'stable_softmax'; known: {', '.join(sorted(exercises))}; got {name!r}")
+    exercise = exercises[name]
+    return Hint(name, level, len(exercise.hints), exercise.hint(level))

@@ -1,6 +1,13 @@
 """Checks for notebook 03 (attention): attention scores, scaled dot-product attention (no mask),
 and one attention head as a torch module (the student writes the class; the check builds it and
-copies in seeded weights, so only the maths is compared)."""
+copies in seeded weights, so only the maths is compared).
+
+Each exercise has its cases, a bank of typical mistakes (with hints), a bank of accepted
+alternatives (einsum, another way to write the scale, PyTorch's fused kernel...) and progressive
+hints. The required forms are stated in the notebook first: scores of shape (..., q_pos, k_pos)
+with one row per query, the softmax over the keys, and the head's four parameters with their
+shapes (``W_Q`` (d_model, d_head): the slice ``W_Q[h]`` of notebook 05's (n_heads, d_model, d_head)).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +19,8 @@ from torch import nn
 from course_utils.attention import AttentionHead as _ReferenceHead
 from course_utils.attention import attention_scores as _scores
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.checks.core import Case, Exercise, Mistake, Property
-from course_utils.softmax import softmax
+from course_utils.checks import _attention_banks as bank
+from course_utils.checks.core import Alternative, Case, Exercise, Mistake, Property
 
 
 def _qkv_cases(seed: int, with_v: bool) -> list[Case]:
@@ -40,18 +47,6 @@ def attention_scores(q, k):
     return _scores(q, k)
 
 
-def _scores_unscaled(q, k):
-    return q @ k.transpose(-2, -1)
-
-
-def _scores_over_d_head(q, k):
-    return q @ k.transpose(-2, -1) / q.shape[-1]
-
-
-def _scores_transposed(q, k):
-    return k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])
-
-
 ATTENTION_SCORES = Exercise(
     name="attention_scores",
     reference=attention_scores,
@@ -59,12 +54,27 @@ ATTENTION_SCORES = Exercise(
     properties=[Property("shape (..., q_pos, k_pos)", lambda c, out: tuple(out.shape) == (*c.args[0].shape[:-1], c.args[1].shape[-2]),
                          "the scores have one row per query and one column per key: shape (..., q_pos, k_pos)")],
     mistakes=[
-        Mistake("no scaling", _scores_unscaled,
-                "you forgot to scale: divide the dot products by sqrt(d_head) (d_head = q.shape[-1])"),
-        Mistake("divides by d_head", _scores_over_d_head,
-                "you divided by d_head itself: the scale is its square root, math.sqrt(d_head)"),
-        Mistake("keys times queries", _scores_transposed,
-                "rows and columns are swapped: compute q @ k.transpose(-2, -1), so row i belongs to query i"),
+        Mistake("no scaling", bank.scores_unscaled,
+                "you forgot to scale: divide the dot products by the square root of d_head (the last dim of q)"),
+        Mistake("divides by d_head", bank.scores_over_d_head,
+                "you divided by d_head itself: the scale is its square root"),
+        Mistake("keys times queries", bank.scores_transposed,
+                "rows and columns are swapped: the required shape is (..., q_pos, k_pos), so row i belongs to query i"),
+        Mistake("scaled by the number of keys", bank.scores_over_sqrt_k_pos,
+                "you scaled by the square root of the number of keys: the scale uses the feature width d_head = q.shape[-1]"),
+    ],
+    alternatives=[
+        Alternative("divide by torch.sqrt(torch.tensor(d))", bank.scores_torch_sqrt),
+        Alternative("multiply by torch.rsqrt", bank.scores_rsqrt),
+        Alternative("einsum", bank.scores_einsum),
+        Alternative("scale q first, matmul with .mT", bank.scores_scale_queries_first),
+    ],
+    hints=[
+        "Every entry is one query's dot product with one key. A matrix product of the queries with the keys, "
+        "turned on their side, computes all of them at once; then apply the scale.",
+        "Swap only the last two dimensions of k (leading batch and head dimensions must stay where they are), so "
+        "that (..., q_pos, d_head) times (..., d_head, k_pos) gives (..., q_pos, k_pos). Divide by the square root "
+        "of d_head, the size of the last dimension of q.",
     ],
 )
 
@@ -75,22 +85,10 @@ def sdp_attention(q, k, v):
     return scaled_dot_product_attention(q, k, v)
 
 
-def _sdpa_softmax_over_queries(q, k, v):
-    return softmax(_scores(q, k), dim=-2) @ v
-
-
-def _sdpa_unscaled(q, k, v):
-    return softmax(q @ k.transpose(-2, -1), dim=-1) @ v
-
-
-def _sdpa_weights_only(q, k, v):
-    return softmax(_scores(q, k), dim=-1)
-
-
 def _rows_are_averages(case: Case, out) -> bool:
     v = case.args[2].double()
     lo, hi = v.amin(dim=-2, keepdim=True), v.amax(dim=-2, keepdim=True)
-    out = out.double()
+    out = torch.as_tensor(out).double()
     return bool(((out >= lo - 1e-6) & (out <= hi + 1e-6)).all())
 
 
@@ -101,12 +99,26 @@ SDP_ATTENTION = Exercise(
     properties=[Property("outputs are averages of values", _rows_are_averages,
                          "each output is a weighted AVERAGE of value rows, so it must lie between their smallest and largest entries")],
     mistakes=[
-        Mistake("softmax over queries", _sdpa_softmax_over_queries,
+        Mistake("softmax over queries", bank.sdpa_softmax_over_queries,
                 "your softmax runs down the columns: normalise over the keys, dim=-1, so each query's weights sum to 1"),
-        Mistake("no scaling", _sdpa_unscaled,
-                "you forgot to divide the scores by sqrt(d_head) before the softmax"),
-        Mistake("weights only", _sdpa_weights_only,
+        Mistake("no scaling", bank.sdpa_unscaled,
+                "you forgot to divide the scores by the square root of d_head before the softmax"),
+        Mistake("weights only", bank.sdpa_weights_only,
                 "you returned the attention weights: multiply them by v to get the output"),
+        Mistake("scaled after the softmax", bank.sdpa_scaled_after_softmax,
+                "the scale belongs to the scores, before the softmax: scaling afterwards only shrinks the output"),
+    ],
+    alternatives=[
+        Alternative("divide by torch.sqrt(torch.tensor(d))", bank.sdpa_torch_sqrt),
+        Alternative("multiply by torch.rsqrt", bank.sdpa_rsqrt),
+        Alternative("einsum with a hand-written stable softmax", bank.sdpa_einsum_manual_softmax),
+        Alternative("F.scaled_dot_product_attention", bank.sdpa_fused),
+    ],
+    hints=[
+        "Three steps: the scaled scores (computed as in the previous exercise), a softmax that turns each query's row of scores "
+        "into weights summing to 1, and a weighted sum of the value rows with those weights.",
+        "The softmax runs over the keys, i.e. the last dimension of the scores. The weighted sum of value rows for "
+        "every query at once is one more matrix product: (..., q_pos, k_pos) times (..., k_pos, d_v).",
     ],
 )
 
@@ -140,26 +152,10 @@ def _run_head(cls, case: Case):
             if not isinstance(param, torch.Tensor):
                 raise AttributeError(f"the module needs a parameter self.{name} of shape {tuple(value.shape)}")
             if tuple(param.shape) != tuple(value.shape):
-                raise ValueError(f"self.{name} should have shape {tuple(value.shape)}, got {tuple(param.shape)}")
+                raise ValueError(f"self.{name} should have shape {tuple(value.shape)} (rows are d_model for W_Q, W_K, "
+                                 f"W_V: x @ W_Q), got {tuple(param.shape)}")
             param.copy_(value)
         return module(x)
-
-
-class _HeadUnscaled(_ReferenceHead):
-    def forward(self, x, mask=None):
-        q, k, v = x @ self.W_Q, x @ self.W_K, x @ self.W_V
-        return softmax(q @ k.transpose(-2, -1), dim=-1) @ v @ self.W_O
-
-
-class _HeadKeysFromW_Q(_ReferenceHead):
-    def forward(self, x, mask=None):
-        q, v = x @ self.W_Q, x @ self.W_V
-        return scaled_dot_product_attention(q, q, v) @ self.W_O
-
-
-class _HeadNoW_O(_ReferenceHead):
-    def forward(self, x, mask=None):
-        return scaled_dot_product_attention(x @ self.W_Q, x @ self.W_K, x @ self.W_V)
 
 
 ATTENTION_HEAD = Exercise(
@@ -169,12 +165,27 @@ ATTENTION_HEAD = Exercise(
     run=_run_head,
     wants_class=True,
     mistakes=[
-        Mistake("no scaling", _HeadUnscaled,
-                "the scores are not scaled: divide q·k by sqrt(d_head) before the softmax"),
-        Mistake("keys made with W_Q", _HeadKeysFromW_Q,
+        Mistake("no scaling", bank.HeadUnscaled,
+                "the scores are not scaled: divide q·k by the square root of d_head before the softmax"),
+        Mistake("keys made with W_Q", bank.HeadKeysFromW_Q,
                 "your keys equal your queries: build keys with self.W_K, not self.W_Q"),
-        Mistake("no W_O", _HeadNoW_O,
+        Mistake("no W_O", bank.HeadNoW_O,
                 "you stopped at the attention output (d_head wide): multiply by self.W_O to get back to d_model"),
+        Mistake("softmax over queries", bank.HeadSoftmaxOverQueries,
+                "your softmax runs over the queries: each query's weights over the keys (the last dim) must sum to 1"),
+    ],
+    alternatives=[
+        Alternative("einsum", bank.HeadEinsum),
+        Alternative("F.scaled_dot_product_attention", bank.HeadFused),
+        Alternative("torch.empty + nn.init, scale by torch.rsqrt", bank.HeadInitAndRsqrt),
+        Alternative("one stacked W_QKV product, split afterwards", bank.HeadStackedProjection),
+    ],
+    hints=[
+        "In __init__, register four nn.Parameter tensors with the names and shapes the text gives (their starting "
+        "values do not matter: the check overwrites them). In forward, make queries, keys and values from x.",
+        "forward computes scaled dot-product attention (as in the previous exercise) on the head's own queries, keys and values (rows of x times each "
+        "d_model × d_head matrix), followed by one more product with W_O that takes each d_head-wide result "
+        "back to d_model. Leading batch dimensions broadcast through every product.",
     ],
 )
 

@@ -2,21 +2,34 @@
 
 An ``Exercise`` says how to test one student function: which seeded inputs to try (``cases``), how
 to call the function on one of them (``run``), the reference answer, properties any right answer
-has, and a bank of typical ``Mistake``s, each a wrong implementation with the hint to show when a
-student's output matches it. ``Exercise.check(fn)`` runs everything in-process and returns a
-one-line ``Verdict``. The grader reuses the same pieces, but calls ``run`` inside the student's
-kernel and ``judge`` in its own process, so nothing a student redefines can change a verdict.
+has, a bank of typical ``Mistake``s (each a wrong implementation with the hint to show when a
+student's output matches it), a bank of accepted ``Alternative``s (correct implementations written
+differently, which the check must accept), progressive ``hints`` (a nudge first, never the code) and
+the precision it teaches (``tolerance``, a key of ``course_utils.tolerances.TEACHING_TOLERANCES``).
+
+``Exercise.check(fn)`` runs everything in-process and returns a one-line ``Verdict``. For each case
+the reference runs first, on its own copy of the inputs; the student's function gets another copy,
+so a function that works in place cannot change the expected answer (it gets a friendly note). An
+exception in the student's code comes back as one line naming the line of their code and a hint.
+The grader reuses the same pieces, but calls ``run`` inside the student's kernel and ``judge`` in
+its own process, so nothing a student redefines can change a verdict.
 
 Leaves out: anything specific to one notebook (that lives in ``checks/<notebook>.py``).
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import torch
+
 from course_utils.checks.compare import describe_mismatch
+from course_utils.tolerances import teaching_tolerance
 
 PASSED, FAILED, NOT_ATTEMPTED, ERROR = "passed", "failed", "not_attempted", "error"
 NOT_ATTEMPTED_MESSAGE = "not attempted yet: replace the `raise NotImplementedError` stub with your code"
@@ -50,6 +63,17 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Alternative:
+    """A correct implementation written differently from the reference (einsum, float32, in place...).
+
+    The check must accept every alternative in an exercise's bank; ``tests/test_checks.py`` proves it.
+    """
+
+    name: str
+    impl: Callable
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The outcome of a check. Its text form is the single line a student sees."""
 
@@ -73,6 +97,55 @@ class Verdict:
         printer.text(str(self))
 
 
+# Common exceptions in student code, and what usually fixes them (first match wins).
+ERROR_HINTS: tuple[tuple[str, str], ...] = (
+    (r"view size is not compatible|not compatible with input tensor's size and stride",
+     "`.view` needs contiguous memory (a transposed tensor is not): use `.reshape(...)` instead"),
+    (r"mat1 and mat2 shapes cannot be multiplied|size mismatch|shapes cannot be multiplied",
+     "the shapes do not line up for this matrix product: print each operand's `.shape`; is a transpose missing?"),
+    (r"must match the size of tensor|The size of tensor a|cannot broadcast|not broadcastable",
+     "two shapes do not broadcast: print the `.shape` of each operand (keepdim=True keeps a reduced axis)"),
+    (r"expected scalar type|expected m1 and m2 to have the same dtype|dtype",
+     "two tensors have different dtypes: build new tensors with the input's dtype (dtype=x.dtype)"),
+    (r"Expected all tensors to be on the same device|on the same device",
+     "tensors are on different devices: create new tensors with device=x.device"),
+    (r"Dimension out of range|dimension out of range|out of range \(expected to be in range",
+     "a `dim` index is out of range: count the input's dimensions (x.ndim); negative dims count from the end"),
+    (r"is not defined",
+     "a name is not defined inside your function: define it there, or pass it in (a variable from another cell may not exist)"),
+    (r"does not require grad|element 0 of tensors does not require grad",
+     "the tensor you differentiate was detached from the graph: keep the computation in torch, no `.item()` or `.detach()`"),
+)
+
+_STDLIB_DIR = os.path.dirname(os.path.abspath(inspect.__file__))
+_COURSE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def error_hint(message: str) -> str:
+    """A fix for a common error: ``error_hint("view size is not compatible ...")`` -> ``'`.view` needs ...'``."""
+    for pattern, hint in ERROR_HINTS:
+        if re.search(pattern, message):
+            return hint
+    return ""
+
+
+def student_line(tb) -> tuple[int | None, str | None]:
+    """(line number, function name) of the innermost traceback frame in the student's own code.
+
+    Frames in torch, the standard library, site-packages and ``course_utils`` itself do not count;
+    in a notebook the line number is the line within the cell that defines the function.
+    """
+    found: tuple[int | None, str | None] = (None, None)
+    while tb is not None:
+        filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        library = ("site-packages" in filename or filename.startswith((_STDLIB_DIR, _COURSE_DIR))
+                   or filename.startswith("<frozen"))
+        if not library:
+            found = (tb.tb_lineno, tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return found
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What happened when a student's function ran on one case: a value, or an exception's summary."""
@@ -80,18 +153,61 @@ class Outcome:
     value: Any = None
     error_type: str | None = None
     error_message: str = ""
+    error_line: int | None = None  # the line of the student's code that raised, when known
+    error_function: str | None = None
+    mutated: tuple[str, ...] = ()  # the inputs the student's function changed in place
 
     @classmethod
     def capture(cls, call: Callable[[], Any]) -> "Outcome":
         try:
             return cls(value=call())
         except Exception as exc:  # the student's code may raise anything
-            return cls(error_type=type(exc).__name__, error_message=_short(str(exc)))
+            line, function = student_line(exc.__traceback__)
+            return cls(error_type=type(exc).__name__, error_message=_short(str(exc)),
+                       error_line=line, error_function=function)
+
+    def describe_error(self) -> str:
+        """One line: ``raised ValueError in `f`, line 3: boom — hint: ...``."""
+        where = ""
+        if self.error_line is not None:
+            where = f" in `{self.error_function}`, line {self.error_line} of its cell" if self.error_function else f" at line {self.error_line}"
+        hint = error_hint(self.error_message)
+        return f"raised {self.error_type}{where}: {self.error_message}" + (f" — hint: {hint}" if hint else "")
 
 
 def _short(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def pristine_copy(case: "Case") -> "Case":
+    """A deep copy of a case's inputs, so no call can change what the next call sees."""
+    return Case(case.label, copy.deepcopy(case.args), copy.deepcopy(case.kwargs))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a.detach(), b.detach()))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, torch.nn.Module) or isinstance(b, torch.nn.Module):
+        return True  # modules are the exercise's own scaffolding
+    try:
+        return bool(a == b)
+    except Exception:
+        return True
+
+
+def changed_inputs(before: "Case", after: "Case", names: Sequence[str] = ()) -> tuple[str, ...]:
+    """Names (or positions) of the inputs that differ between two copies of a case."""
+    changed = []
+    for i, (a, b) in enumerate(zip(before.args, after.args)):
+        if not _same(a, b):
+            changed.append(names[i] if i < len(names) else f"argument {i + 1}")
+    changed += [key for key in before.kwargs if not _same(before.kwargs[key], after.kwargs.get(key))]
+    return tuple(changed)
 
 
 def call_with_case(fn: Callable, case: Case) -> Any:
@@ -114,13 +230,36 @@ class Exercise:
     mistakes: Sequence[Mistake] = ()
     properties: Sequence[Property] = ()
     run: Callable[[Callable, Case], Any] = call_with_case
-    compare: Callable[[Any, Any], str | None] = describe_mismatch
+    compare: Callable[[Any, Any], str | None] | None = None  # default: describe_mismatch at `tolerance`
     function_name: str | None = None  # the name the notebook defines; defaults to reference's
     wants_class: bool = False  # the student provides a class (e.g. an nn.Module), not a function
+    alternatives: Sequence[Alternative] = ()
+    hints: Sequence[str] = ()
+    tolerance: str = "float32"  # the precision the exercise teaches: a key of TEACHING_TOLERANCES
+
+    def __post_init__(self) -> None:
+        teaching_tolerance(self.tolerance)  # an unknown precision is a ValueError here, not at check time
 
     @property
     def expected_name(self) -> str:
         return self.function_name or self.reference.__name__
+
+    def matches(self, expected: Any, got: Any) -> str | None:
+        """``None`` when ``got`` is an accepted answer for ``expected``, else what differs."""
+        if self.compare is not None:
+            return self.compare(expected, got)
+        return describe_mismatch(expected, got, tol=teaching_tolerance(self.tolerance))
+
+    def expected(self, case: Case) -> Any:
+        """The reference answer for ``case``, computed on a pristine copy of its inputs."""
+        return self.run(self.reference, pristine_copy(case))
+
+    def hint(self, level: int = 1) -> str:
+        """Hint number ``level`` (1 = the gentlest nudge)."""
+        top = max(1, len(self.hints))
+        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= top:
+            raise ValueError(f"level must be an int from 1 to {top} for `{self.name}`, got {level!r}")
+        return self.hints[level - 1] if self.hints else f"no hints are written for `{self.name}` yet"
 
     # -- the pieces the grader also uses -------------------------------------------------------
     def validate_impl(self, impl: Any) -> str | None:
@@ -144,19 +283,24 @@ class Exercise:
                 return f"your function's signature is {self.expected_name}{student}; the check calls it like {self.expected_name}{wanted}"
         return None
 
-    def judge(self, case: Case, outcome: Outcome) -> tuple[str, str]:
-        """Status and message for one case: (PASSED, ""), (NOT_ATTEMPTED, ...), (FAILED, hint)..."""
+    def judge(self, case: Case, outcome: Outcome, expected: Any = None, have_expected: bool = False) -> tuple[str, str]:
+        """Status and message for one case: (PASSED, ""), (NOT_ATTEMPTED, ...), (FAILED, hint)...
+
+        Pass ``expected`` (with ``have_expected=True``) when it was computed before the student ran;
+        otherwise it is computed here from a pristine copy of the case.
+        """
         if outcome.error_type == "NotImplementedError":
             return NOT_ATTEMPTED, NOT_ATTEMPTED_MESSAGE
         if outcome.error_type is not None:
-            return ERROR, f"raised {outcome.error_type}: {outcome.error_message} (case: {case.label})"
-        expected = self.run(self.reference, case)
-        mismatch = self.compare(expected, outcome.value)
+            return ERROR, f"{outcome.describe_error()} (case: {case.label})"
+        if not have_expected:
+            expected = self.expected(case)
+        mismatch = self.matches(expected, outcome.value)
         if mismatch is None:
             return PASSED, ""
         for mistake in self.mistakes:
-            wrong = Outcome.capture(lambda: self.run(mistake.impl, case))
-            if wrong.error_type is None and self.compare(wrong.value, outcome.value) is None:
+            wrong = Outcome.capture(lambda: self.run(mistake.impl, pristine_copy(case)))
+            if wrong.error_type is None and self.matches(wrong.value, outcome.value) is None:
                 return FAILED, f"{mistake.hint} (case: {case.label})"
         for prop in self.properties:
             try:
@@ -167,12 +311,19 @@ class Exercise:
                 return FAILED, f"{prop.hint} (case: {case.label})"
         return FAILED, f"{mismatch} (case: {case.label})"
 
-    def verdict(self, results: Sequence[tuple[str, str]]) -> Verdict:
+    def verdict(self, results: Sequence[tuple[str, str]], notes: Sequence[str] = ()) -> Verdict:
         """Fold per-case results into one verdict: the first failure wins, else a pass line."""
+        note = "".join(f" (note: {n})" for n in dict.fromkeys(notes))
         for status, message in results:
             if status != PASSED:
-                return Verdict(self.name, status, message, len(results))
-        return Verdict(self.name, PASSED, f"passed all {len(results)} cases", len(results))
+                return Verdict(self.name, status, message + note, len(results))
+        return Verdict(self.name, PASSED, f"passed all {len(results)} cases{note}", len(results))
+
+    def _argument_names(self) -> list[str]:
+        try:
+            return list(inspect.signature(self.reference).parameters)
+        except (TypeError, ValueError):
+            return []
 
     # -- the in-notebook check -------------------------------------------------------------------
     def check(self, impl: Any, seed: int = 0) -> Verdict:
@@ -180,12 +331,18 @@ class Exercise:
         problem = self.validate_impl(impl)
         if problem is not None:
             return Verdict(self.name, ERROR, problem)
-        results = []
+        results, notes = [], []
+        names = [] if self.wants_class else self._argument_names()
         for case in self.cases(seed):
-            outcome = Outcome.capture(lambda: self.run(impl, case))
-            status, message = self.judge(case, outcome)
+            expected = self.expected(case)  # before the student's code runs, on its own copy
+            student_case = pristine_copy(case)
+            outcome = Outcome.capture(lambda: self.run(impl, student_case))
+            changed = changed_inputs(case, student_case, names)
+            if changed:
+                notes.append(f"your function changed its input {', '.join(f'`{c}`' for c in changed)} in place; "
+                             "the check gave it a copy, but callers usually expect inputs to stay as they were")
+            status, message = self.judge(case, outcome, expected, have_expected=True)
             results.append((status, message))
             if status != PASSED:
                 break
-        return self.verdict(results)
-
+        return self.verdict(results, notes)

@@ -3,6 +3,9 @@
 Every solution region becomes a ``NotImplementedError`` stub, outputs, execution counts and widget
 state are cleared, and file names are kept. Everything is checked before anything is written, and
 the result appears at ``out`` in one rename, so an error never leaves half a release behind.
+
+A notebook is refused if a stub message, a hint of one of its exercises (``Exercise.hints``) or a
+``<details>`` hint cell repeats its solutions' code (see ``leaks.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.lab.solutions import SolutionMarkupError, strip_solutions
+from course_utils.lab.leaks import find_leak
+from course_utils.lab.solutions import BEGIN, END, SolutionMarkupError, strip_solutions
 
 
 class ReleaseError(ValueError):
@@ -30,20 +34,67 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
+def _regions(source: str) -> list[str]:
+    """The code inside each solution region of a cell."""
+    regions, current = [], None
+    for line in source.splitlines():
+        if BEGIN.match(line):
+            current = []
+        elif END.match(line) and current is not None:
+            regions.append("\n".join(current))
+            current = None
+        elif current is not None:
+            current.append(line)
+    return regions
+
+
+def _exercises_of(nb: nbformat.NotebookNode) -> dict:
+    """The course exercises a notebook's metadata lists, by name (unknown names are skipped)."""
+    names = nb.metadata.get("course", {}).get("exercises", {})
+    if not names:
+        return {}
+    from course_utils.checks import all_exercises  # imported only when a notebook has exercises
+
+    known = all_exercises()
+    return {n: known[n] for n in names if n in known}
+
+
+def check_no_leaks(nb: nbformat.NotebookNode, student: nbformat.NotebookNode, name: str) -> None:
+    """``ReleaseError`` if a stub, an exercise hint or a ``<details>`` cell repeats a solution's code."""
+    solutions = [r for cell in nb.cells if cell.cell_type == "code" for r in _regions(cell.source)]
+    if not solutions:
+        return
+    texts = []
+    for index, cell in enumerate(student.cells):
+        if cell.cell_type == "code":
+            texts += [(f"the stub in cell {index}", line) for line in cell.source.splitlines() if "NotImplementedError(" in line]
+        elif "<details" in cell.source:
+            texts.append((f"the hint cell {index}", cell.source))
+    for exercise_name, exercise in _exercises_of(nb).items():
+        texts += [(f"hint {level} of exercise {exercise_name!r}", text) for level, text in enumerate(exercise.hints, 1)]
+    for where, text in texts:
+        leak = find_leak(text, solutions)
+        if leak is not None:
+            raise ReleaseError(f"{name}: {where} gives the solution away: it repeats {leak!r} from a solution; "
+                               "reword it so it teaches without the code")
+
+
 def student_version(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     """A copy of ``nb`` with solutions stubbed and every output and widget state removed."""
     student = nbformat.from_dict(nb)  # deep copy
     student.metadata.pop("widgets", None)
+    exercises = {ex.expected_name: n for n, ex in _exercises_of(nb).items()}
     for index, cell in enumerate(student.cells):
         cell.metadata.pop("execution", None)
         if cell.cell_type != "code":
             continue
         try:
-            cell.source = strip_solutions(cell.source, where=f"{name}, cell {index}")
+            cell.source = strip_solutions(cell.source, where=f"{name}, cell {index}", exercises=exercises)
         except SolutionMarkupError as exc:
             raise ReleaseError(str(exc)) from exc
         cell.outputs = []
         cell.execution_count = None
+    check_no_leaks(nb, student, name)
     return student
 
 

@@ -1,0 +1,53 @@
+"""The shared argument checks: each accepts what it should, names the argument otherwise, and skips
+value checks on the meta device."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils import validate as v
+
+
+def test_positive_int_accepts_ints_and_names_the_argument():
+    assert v.positive_int("n_heads", 4) == 4
+    for bad in (0, -1, 2.0, True, "3", None):
+        with pytest.raises(ValueError, match=r"n_heads must be a positive int, got"):
+            v.positive_int("n_heads", bad)
+    with pytest.raises(ValueError, match="d_head must be even, got 3"):
+        v.positive_int("d_head", 3, even=True)
+    assert v.non_negative_int("k", 0) == 0
+    with pytest.raises(ValueError, match="k must be a non-negative int"):
+        v.non_negative_int("k", -2)
+
+
+def test_number_in_handles_open_and_closed_ends():
+    assert v.number_in("p", 1, 0, 1, low_open=True) == 1.0
+    with pytest.raises(ValueError, match=r"p must be in \(0, 1\], got 0.0"):
+        v.number_in("p", 0.0, 0, 1, low_open=True)
+    with pytest.raises(ValueError, match=r"sparsity must be in \[0, 1\)"):
+        v.number_in("sparsity", 1.0, 0, 1, high_open=True)
+    with pytest.raises(ValueError, match="must be in"):
+        v.number_in("t", float("nan"), 0, 10)
+    with pytest.raises(TypeError, match="t must be a number, got str"):
+        v.number_in("t", "1", 0, 10)
+
+
+def test_tensor_checks_name_the_argument_and_skip_values_on_meta():
+    x = torch.tensor([1.0, float("nan")])
+    with pytest.raises(ValueError, match="q contains NaN or inf"):
+        v.float_tensor("q", x)
+    assert v.float_tensor("q", torch.empty(3, device="meta")) is not None  # no data to check
+    with pytest.raises(TypeError, match="q must be a floating-point tensor of shape"):
+        v.float_tensor("q", torch.ones(2, dtype=torch.long), "(..., q_pos, d_head)")
+    with pytest.raises(ValueError, match="at least 2 dims"):
+        v.float_tensor("q", torch.ones(2), min_dims=2)
+    with pytest.raises(TypeError, match="mask must be a torch.bool tensor"):
+        v.bool_tensor("mask", torch.ones(2))
+    with pytest.raises(ValueError, match=r"token_ids must lie in 0..9"):
+        v.index_tensor("token_ids", torch.tensor([3, 10]), 10)
+    assert v.index_tensor("token_ids", torch.empty(4, dtype=torch.long, device="meta"), 10) is not None
+    with pytest.raises(TypeError, match="integer tensor of ids"):
+        v.index_tensor("token_ids", torch.ones(2), 10)
+    with pytest.raises(ValueError, match="q on cpu, k on meta"):
+        v.same_device(q=torch.ones(1), k=torch.ones(1, device="meta"))
