@@ -108,10 +108,7 @@ def is_course_code(origin: dict) -> bool:
 
 
 def _raised(exc: StudentRaised) -> Outcome:
-    if "error_line" in getattr(Outcome, "__dataclass_fields__", {}):  # the checks pattern's Outcome has the line
-        return Outcome(error_type=exc.error_type, error_message=exc.message, error_line=exc.line)
-    where = f" (line {exc.line} of your code)" if exc.line is not None else ""
-    return Outcome(error_type=exc.error_type, error_message=exc.message + where)
+    return Outcome(error_type=exc.error_type, error_message=exc.message, error_line=exc.line, error_function=exc.function)
 
 
 def _outcome(exercise: Exercise, proxy: StudentProxy, case) -> Outcome:
@@ -175,8 +172,7 @@ def grade_exercise(name: str, max_points: float, exercise: Exercise, make_proxy:
             except ProbeTimeout as exc:
                 return ExerciseResult(name, 0, max_points, "timeout", f"`{fn_name}` {exc} [{test.__name__}]")
             except StudentRaised as exc:
-                where = f" (line {exc.line} of your code)" if exc.line is not None else ""
-                text = "not attempted" if exc.error_type == "NotImplementedError" else f"raised {exc.error_type}: {exc.message}{where}"
+                text = "not attempted" if exc.error_type == "NotImplementedError" else _raised(exc).describe_error()
                 return ExerciseResult(name, 0, max_points, "ok", f"{text} [{test.__name__}]")
             except AssertionError as exc:
                 return ExerciseResult(name, 0, max_points, "ok", f"{exc or 'assertion failed'} [{test.__name__}]")

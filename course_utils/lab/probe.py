@@ -81,14 +81,15 @@ def _course_lab_probe(name, payload, runner):
             spec.loader.exec_module(module)
             value = module.EXERCISES[runner[1]].run(target, args[0])
     except Exception as exc:
-        line, tb = None, exc.__traceback__
+        line, function, tb = None, None, exc.__traceback__
         library = ("site-packages", "dist-packages", "/torch/", "/numpy/", "course_utils", sys.prefix, sys.base_prefix)
-        while tb is not None:
+        while tb is not None:  # the innermost frame of the student's own code (a notebook cell)
             code = tb.tb_frame.f_code
             if code.co_name != "_course_lab_probe" and not any(part in code.co_filename for part in library):
-                line = tb.tb_lineno
+                line, function = tb.tb_lineno, code.co_name
             tb = tb.tb_next
-        return json.dumps({"kind": "raised", "type": type(exc).__name__, "message": str(exc)[:500], "line": line})
+        return json.dumps({"kind": "raised", "type": type(exc).__name__, "message": str(exc)[:500], "line": line,
+                           "function": function})
     budget = [MAX_BYTES]
     def plain(v):
         mod = type(v).__module__ or ""
@@ -146,9 +147,9 @@ class StudentRaised(Exception):
     """The student's function raised; ``error_type`` is the name of what it raised, ``line`` the
     line of the student's own code (in its notebook cell) where it happened, if known."""
 
-    def __init__(self, error_type: str, message: str, line: int | None = None):
+    def __init__(self, error_type: str, message: str, line: int | None = None, function: str | None = None):
         super().__init__(f"{error_type}: {message}")
-        self.error_type, self.message, self.line = error_type, message, line
+        self.error_type, self.message, self.line, self.function = error_type, message, line, function
 
 
 class NotDefined(Exception):
@@ -182,9 +183,10 @@ def decode_reply(status: str, text: str):
     if kind == "missing":
         raise NotDefined()
     if kind == "raised":
-        line = envelope.get("line")
+        line, function = envelope.get("line"), envelope.get("function")
         raise StudentRaised(str(envelope.get("type")), str(envelope.get("message", "")),
-                            line if isinstance(line, int) and not isinstance(line, bool) else None)
+                            line if isinstance(line, int) and not isinstance(line, bool) else None,
+                            function if isinstance(function, str) and function.isidentifier() else None)
     if kind == "origin":
         return {k: envelope.get(k) if isinstance(envelope.get(k), str) else None for k in ("module", "file", "fingerprint")}
     if kind == "too_large":
