@@ -259,7 +259,7 @@ if all(status == 0 for status in statuses):
 
 def fork_bomb(root: Path) -> str:
     """Fork up to 500 sleeping processes (capped here: a failing sandbox cannot take the machine down)."""
-    return f'''import os, time
+    return '''import os, time
 children = []
 for _ in range(500):
     try:

@@ -24,7 +24,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from queue import Empty
 
 import nbformat
@@ -35,7 +34,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from course_utils.lab.sandbox import WORKDIR, Jail
+from course_utils.lab.sandbox import WORKDIR, Jail, kernel_environment, launcher_environment
 
 KERNEL_NAME = "course-lab-sandbox"
 MAX_MESSAGE_BYTES = 96 << 20  # the largest message the grader accepts from a kernel
@@ -115,25 +114,6 @@ class _CappedClient(NotebookClient):
         return super().output(outs, msg, display_id, cell_index)
 
 
-def _environment(workdir: str, tmpdir: str, limits: Limits) -> dict[str, str]:
-    import course_utils
-
-    keep = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV") + (("COURSE_LAB_RUN",) if not limits.sandbox else ())
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    threads = str(limits.threads)
-    env.update(HOME=workdir, TMPDIR=tmpdir, MPLBACKEND="Agg", PYTHONHASHSEED="0", MALLOC_ARENA_MAX="2",
-               PYTHONPATH=str(Path(course_utils.__file__).resolve().parents[1]), PYTHONNOUSERSITE="1",
-               OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
-               JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
-    return env
-
-
-def _launcher_environment() -> dict[str, str]:
-    """The environment of the process that starts bwrap (bwrap clears it for the kernel)."""
-    keep = ("PATH", "COURSE_LAB_RUN")  # COURSE_LAB_RUN: a label a caller may put on all its processes
-    return {k: os.environ[k] for k in keep if k in os.environ}
-
-
 def _first_error(cell) -> tuple[str, str] | None:
     for out in cell.get("outputs", []):
         if out.get("output_type") == "error":
@@ -153,7 +133,7 @@ class SubmissionKernel:
         if limits.sandbox:
             self.jail = Jail(limits.memory_mb, limits.processes, secrets)
             self.workdir = None
-            env = _environment(WORKDIR, "/tmp", limits)
+            env = kernel_environment(WORKDIR, "/tmp", limits)
             specs.argv = self.jail.command([*inner, "--processes", str(limits.processes), "-f", "{connection_file}"], env)
             specs.interrupt_mode = "message"  # the kernel is in its own session: no signal reaches it
             self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc",
@@ -164,7 +144,7 @@ class SubmissionKernel:
             self.workdir = tempfile.mkdtemp(prefix="course-lab-")
             specs.argv = [*inner, "-f", "{connection_file}"]
             self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
-            self.env = _environment(self.workdir, self.workdir, limits)
+            self.env = kernel_environment(self.workdir, self.workdir, limits)
         self.kc = None
         self.context = None
         self.dead = False
@@ -174,7 +154,7 @@ class SubmissionKernel:
             if self.jail is not None:
                 self.km.write_connection_file()
                 os.chmod(self.km.connection_file, 0o644)  # the kernel's uid must read it; it holds only this kernel's key
-            await self.km.start_kernel(cwd=self.workdir or self.jail.sockets, env=self.env or _launcher_environment(),
+            await self.km.start_kernel(cwd=self.workdir or self.jail.sockets, env=self.env or launcher_environment(),
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
             self.context = zmq.asyncio.Context()
             self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # a bigger message drops the connection

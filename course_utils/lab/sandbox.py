@@ -29,6 +29,7 @@ import os
 import shutil
 import signal
 import sys
+import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ WORKDIR = "/home/student"  # the kernel's working folder and HOME, inside the sa
 TMPFS_BYTES = 256 << 20
 UID_BASE = 200_000
 SOCKET_ROOT = "/tmp"
+_KERNELS = itertools.count()
 
 
 def bwrap_path() -> str | None:
@@ -140,13 +142,33 @@ def sweep_stale_cgroups() -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def kernel_environment(workdir: str, tmpdir: str, limits) -> dict[str, str]:
+    """The kernel's whole environment: a few variables of the grader's, then fixed ones (threads, HOME, ...)."""
+    import course_utils
+
+    keep = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV") + (("COURSE_LAB_RUN",) if not limits.sandbox else ())
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    threads = str(limits.threads)
+    env.update(HOME=workdir, TMPDIR=tmpdir, MPLBACKEND="Agg", PYTHONHASHSEED="0", MALLOC_ARENA_MAX="2",
+               PYTHONPATH=str(Path(course_utils.__file__).resolve().parents[1]), PYTHONNOUSERSITE="1",
+               OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
+               JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    return env
+
+
+def launcher_environment() -> dict[str, str]:
+    """The environment of the process that starts bwrap (bwrap clears it for the kernel)."""
+    keep = ("PATH", "COURSE_LAB_RUN")  # COURSE_LAB_RUN: a label a caller may put on all its processes
+    return {k: os.environ[k] for k in keep if k in os.environ}
+
+
 class Jail:
     """One kernel's sandbox: ``jail = Jail(limits, secrets=[...]); argv = jail.command(inner)``."""
 
     def __init__(self, memory_mb: int, processes: int, secrets: list[str] = ()):
         self.memory_mb, self.processes = memory_mb, processes
         self.secrets = [os.path.realpath(s) for s in secrets if s]
-        self.uid = UID_BASE + os.getpid() % 100_000 * 8 + _counter()
+        self.uid = UID_BASE + os.getpid() % 100_000 * 8 + next(_KERNELS) % 8  # distinct per concurrent kernel
         # As root, run the kernel under a uid of its own when it can reach the Python it needs;
         # otherwise (e.g. a Python under /root) bwrap maps uid 65534 inside onto the grader's uid,
         # without any capability outside its namespaces.
@@ -213,10 +235,3 @@ class Jail:
             _remove_cgroup(group)
         shutil.rmtree(self.sockets, ignore_errors=True)
 
-
-_COUNT = [0]
-
-
-def _counter() -> int:
-    _COUNT[0] = (_COUNT[0] + 1) % 8
-    return _COUNT[0]
