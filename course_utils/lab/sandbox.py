@@ -40,6 +40,7 @@ WORKDIR = "/home/student"  # the kernel's working folder and HOME, inside the sa
 TMPFS_BYTES = 256 << 20
 UID_BASE = 200_000
 SOCKET_ROOT = "/tmp"
+SOCKET_PREFIX = "course-lab-sockets-"
 _KERNELS = itertools.count()
 
 
@@ -97,8 +98,8 @@ def _read_only_paths() -> list[str]:
 
 def _reachable_by_anyone(path: str) -> bool:
     """Whether any user may reach ``path``: every folder above it is world-searchable."""
-    parts = Path(path).resolve().parents
-    return all(os.stat(p).st_mode & 0o001 for p in parts)
+    here = Path(path).resolve()
+    return all(os.stat(p).st_mode & 0o001 for p in (here, *here.parents))
 
 
 def _kill_cgroup(group: Path) -> None:
@@ -136,8 +137,8 @@ def sweep_stale_cgroups() -> None:
             owner = group.name[len(CGROUP_PREFIX):].split("-")[0]
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
                 _remove_cgroup(group)
-    for folder in Path(SOCKET_ROOT).glob("cl-*-*"):
-        owner = folder.name.split("-")[1]
+    for folder in Path(SOCKET_ROOT).glob(SOCKET_PREFIX + "*"):
+        owner = folder.name[len(SOCKET_PREFIX):].split("-")[0]
         if owner.isdigit() and not Path(f"/proc/{owner}").exists():
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -174,7 +175,7 @@ class Jail:
         # without any capability outside its namespaces.
         self.own_uid = os.geteuid() == 0 and all(_reachable_by_anyone(p) for p in _read_only_paths())
         # a short path (unix socket names are limited to 107 bytes), the only host folder it may write
-        self.sockets = tempfile.mkdtemp(prefix=f"cl-{os.getpid()}-", dir=SOCKET_ROOT)
+        self.sockets = tempfile.mkdtemp(prefix=f"{SOCKET_PREFIX}{os.getpid()}-", dir=SOCKET_ROOT)
         if self.own_uid:
             os.chown(self.sockets, self.uid, self.uid)
         self.groups: list[Path] = []
