@@ -20,6 +20,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from course_utils.lab.release import student_version
+from course_utils.lab.sandbox import cgroups_writable, processes_capped
 
 ROOT = Path(__file__).resolve().parents[1]
 WELCOME = ROOT / "notebooks" / "00_welcome.ipynb"
@@ -350,8 +351,9 @@ def build_folder(root: Path) -> dict[str, dict]:
     cases.update({
         "reaches_out/00_welcome.ipynb": (_attack(reads_secrets(root) + writes_outside(root)), ok2, "passed", ""),
         "signals_detaches/00_welcome.ipynb": (_attack(signals_grader(root) + detaches(root)), ok2, "passed", ""),
-        "forks_memory/00_welcome.ipynb": (_attack(forks_memory(root)), ok2, "passed", ""),
-        "fork_bomb/00_welcome.ipynb": (_attack(fork_bomb(root)), ok2, "passed", ""),
+        # capped together by a cgroup where one is writable; else only per process (documented), so the leak shows
+        "forks_memory/00_welcome.ipynb": (_attack(forks_memory(root)), ok2 if cgroups_writable() else ok0, "", ""),
+        "fork_bomb/00_welcome.ipynb": (_attack(fork_bomb(root)), ok2 if processes_capped() else ok0, "", ""),
         "sleeper/00_welcome.ipynb": (with_cell("import time\ntime.sleep(15)", base=with_cell("import time\ntime.sleep(15)",
                                      base=with_cell("import time\ntime.sleep(15)"))),
                                      {"stable_softmax": ("timeout", 0)}, "total time limit", "total time limit"),

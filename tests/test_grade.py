@@ -32,13 +32,14 @@ from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_c
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.probe import (MAX_VALUE_BYTES, NotDefined, StudentRaised, check_size, decode_reply, probe_code,
                                     snapshot_code)
-from course_utils.lab.sandbox import CGROUP_ROOT, bwrap_path
+from course_utils.lab.sandbox import CGROUP_ROOT, isolation_problem
 from course_utils.lab.submissions import course_catalog, find_submissions, identify, read_submission, Submission
 from grading_fixtures import (FORGED_NAME, FORMULA, ODD_A, ODD_B, SECRET_ENV, SLEEPER, WELCOME, build_folder,
                               solution, with_cell)
 
 CELL_TIMEOUT, PROBE_TIMEOUT, TOTAL_TIMEOUT = 20, 5, 40  # generous: the machine may be shared and slow
-needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) is not installed")
+ISOLATION_PROBLEM = isolation_problem()
+needs_bwrap = pytest.mark.skipif(ISOLATION_PROBLEM is not None, reason=f"no sandbox here: {ISOLATION_PROBLEM}")
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -88,8 +89,8 @@ def _leftovers(cgroups: bool = True) -> list[str]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    if bwrap_path() is None:
-        pytest.skip("bubblewrap (bwrap) is not installed")
+    if ISOLATION_PROBLEM is not None:
+        pytest.skip(f"no sandbox here: {ISOLATION_PROBLEM}")
     root = tmp_path_factory.mktemp("grading")
     expected = build_folder(root)
     out = root / "out" / "grades.csv"

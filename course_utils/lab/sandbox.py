@@ -1,23 +1,28 @@
 """The sandbox each submission's kernel runs in: bubblewrap, an unprivileged uid, one cgroup.
 
-``Jail(limits, slot)`` prepares, for one kernel: a socket folder (the only host folder the kernel
-can write to, and only until it is ready; the kernel protocol runs over unix sockets there), a
-memory + pids cgroup holding all the submission's processes together (where ``/sys/fs/cgroup`` is
-writable), and ``jail.command(argv)``, the command line that runs ``argv`` as
+``Jail(memory_mb, processes, secrets)`` prepares, for one kernel: a socket folder (the only host
+folder the kernel can write to, and only until it is ready; the kernel protocol runs over unix
+sockets there), a memory + pids cgroup holding all the submission's processes together (where
+``/sys/fs/cgroup`` is writable), and ``jail.command(argv, env)``, the command line that runs a small
+launcher (join the cgroups; as root, switch to a uid of the kernel's own where it can reach every
+folder it needs) which execs
 
-    setpriv --reuid U --regid U --clear-groups --   (a distinct unprivileged uid per kernel)
-    bwrap --unshare-user --unshare-pid --unshare-net --unshare-ipc --unshare-uts --unshare-cgroup-try
-          --die-with-parent --new-session --clearenv
-          read-only: /usr /etc /bin /lib* the Python installation, the venv, course_utils only
+    bwrap --unshare-user --uid 65534 --gid 65534 --disable-userns --unshare-pid --unshare-net
+          --unshare-ipc --unshare-uts --unshare-cgroup-try --die-with-parent --new-session --clearenv
+          read-only: /usr /etc, the Python installation, its packages, the course_utils folder only
           private: /proc /dev, a small tmpfs as /tmp and as the working folder (HOME)
+          -- argv
 
 so the kernel sees no grader files, job files, hidden tests, other submissions, environment
 variables or processes, has no network (not even loopback is reachable from outside), cannot
 signal anything outside, and everything it starts dies with it. ``jail.close()`` kills what is
 left in the cgroup and removes it and the socket folder.
 
-Without cgroups (not writable), the memory of a submission is bounded by ``RLIMIT_AS`` per process
-times ``RLIMIT_NPROC`` processes of its uid (``boot.py``); the summary says so.
+Where the kernel cannot get a uid of its own (root, and a Python under a folder only root may enter,
+such as ``/root``), uid 65534 inside maps to the grader's uid, without any capability outside: the
+read-only mounts protect the files. Without a writable cgroup, the memory of a submission is bounded
+by ``RLIMIT_AS`` per process times ``RLIMIT_NPROC`` processes of its uid (``boot.py``), and root's
+processes are not counted at all; the summary says so.
 
 Leaves out: the kernel protocol (``kernel.py``) and the per-process limits (``boot.py``).
 """
@@ -28,6 +33,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import itertools
 import tempfile
@@ -55,8 +61,11 @@ def isolation_problem() -> str | None:
         return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
     if bwrap_path() is None:
         return "bwrap not found (install bubblewrap: apt-get install bubblewrap)"
-    if shutil.which("setpriv") is None and os.geteuid() == 0:
-        return "setpriv not found (util-linux), needed to drop root before bwrap"
+    trial = subprocess.run([bwrap_path(), "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+                            "--die-with-parent", "--ro-bind", "/", "/", "--", "/bin/sh", "-c", "exit 0"],
+                           capture_output=True, text=True, timeout=30)
+    if trial.returncode != 0:
+        return f"bwrap cannot create its namespaces here ({trial.stderr.strip()[:200]})"
     return None
 
 
@@ -81,6 +90,17 @@ if plan["uid"] is not None:
     os.setresuid(plan["uid"], plan["uid"], plan["uid"])
 os.execv(plan["bwrap"], [plan["bwrap"], *args])
 """
+
+
+def runs_as_own_uid() -> bool:
+    """Whether, run by root, the kernels get a uid of their own (every bound folder is world-reachable)."""
+    return os.geteuid() == 0 and all(_reachable_by_anyone(p) for p in _read_only_paths())
+
+
+def processes_capped() -> bool:
+    """Whether a submission's processes are capped together: by the pids cgroup, or by ``RLIMIT_NPROC``
+    on a uid that is not root outside the sandbox."""
+    return cgroups_writable() or os.geteuid() != 0 or runs_as_own_uid()
 
 
 def _read_only_paths() -> list[str]:
@@ -173,7 +193,7 @@ class Jail:
         # As root, run the kernel under a uid of its own when it can reach the Python it needs;
         # otherwise (e.g. a Python under /root) bwrap maps uid 65534 inside onto the grader's uid,
         # without any capability outside its namespaces.
-        self.own_uid = os.geteuid() == 0 and all(_reachable_by_anyone(p) for p in _read_only_paths())
+        self.own_uid = runs_as_own_uid()
         # a short path (unix socket names are limited to 107 bytes), the only host folder it may write
         self.sockets = tempfile.mkdtemp(prefix=f"{SOCKET_PREFIX}{os.getpid()}-", dir=SOCKET_ROOT)
         if self.own_uid:
