@@ -183,13 +183,20 @@ def random_scores(n_queries: int, n_keys: int, d_k: int, *, scaled: bool, seed: 
     return attention_scores(q, k) if scaled else q @ k.T  # (n_queries, n_keys)
 
 
+def pattern_stats(pattern: Float[Tensor, "... q_pos k_pos"]) -> dict[str, float]:
+    """Mean largest weight and mean entropy (nats) of a pattern's rows.
+
+    ``pattern_stats(tensor([[0.5, 0.5]]))`` -> ``{'max_weight': 0.5, 'entropy': 0.693...}``.
+    """
+    return {"max_weight": float(pattern.amax(dim=-1).mean()), "entropy": float(pattern_entropy(pattern).mean())}
+
+
 def saturation_stats(n_keys: int, d_k: int, *, scaled: bool, n_queries: int = 200, seed: int = 0) -> dict[str, float]:
-    """Mean largest weight and mean entropy (nats) of softmax rows of ``random_scores``.
+    """``pattern_stats`` of the softmax rows of ``random_scores``.
 
     ``saturation_stats(8, 512, scaled=False)["max_weight"]`` is close to 1 (one key takes it all).
     """
-    pattern = masked_softmax_(random_scores(n_queries, n_keys, d_k, scaled=scaled, seed=seed), None)
-    return {"max_weight": float(pattern.amax(dim=-1).mean()), "entropy": float(pattern_entropy(pattern).mean())}
+    return pattern_stats(masked_softmax_(random_scores(n_queries, n_keys, d_k, scaled=scaled, seed=seed), None))
 
 
 class AttentionHead(nn.Module):

@@ -18,16 +18,11 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
+from course_utils.validate import index_tensor, positive_int
+
 
 def _check_ids(token_ids: object, d_vocab: int) -> Tensor:
-    if not isinstance(token_ids, torch.Tensor):
-        raise TypeError(f"token_ids must be an integer torch.Tensor, got {type(token_ids).__name__}")
-    if token_ids.is_floating_point() or token_ids.is_complex() or token_ids.dtype == torch.bool:
-        raise TypeError(f"token_ids must have an integer dtype (ids are row numbers), got {token_ids.dtype}")
-    if token_ids.numel() and (int(token_ids.min()) < 0 or int(token_ids.max()) >= d_vocab):
-        raise ValueError(f"token_ids must lie in [0, d_vocab={d_vocab}), got values from "
-                         f"{int(token_ids.min())} to {int(token_ids.max())} (shape {tuple(token_ids.shape)})")
-    return token_ids
+    return index_tensor("token_ids", token_ids, d_vocab)  # the range check is skipped on meta
 
 
 def _check_table(W_E: object) -> Tensor:
@@ -83,9 +78,7 @@ class TokenEmbedding(nn.Module):
 
     def __init__(self, d_vocab: int, d_model: int, scale: bool = False, init_std: float = 0.02):
         super().__init__()
-        for name, n in (("d_vocab", d_vocab), ("d_model", d_model)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"{name} must be a positive int, got {n!r}")
+        positive_int("d_vocab", d_vocab), positive_int("d_model", d_model)
         if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not init_std > 0:
             raise ValueError(f"init_std must be a positive number, got {init_std!r}")
         self.d_vocab, self.d_model, self.scale = d_vocab, d_model, scale

@@ -23,15 +23,13 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
+from course_utils.validate import positive_int
+
 BASE = 10_000.0
 
 
 def _positive_int(name: str, n: object, even: bool = False) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{name} must be a positive int, got {n!r}")
-    if even and n % 2:
-        raise ValueError(f"{name} must be even (features are rotated in pairs), got {n}")
-    return n
+    return positive_int(name, n, even=even, why="features are rotated in pairs")
 
 
 def sinusoid_frequencies(d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64) -> Float[Tensor, "half"]:

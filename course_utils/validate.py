@@ -28,12 +28,12 @@ def has_data(x: Tensor) -> bool:
     return x.device.type != "meta"
 
 
-def positive_int(name: str, value: Any, *, even: bool = False) -> int:
+def positive_int(name: str, value: Any, *, even: bool = False, why: str = "") -> int:
     """``value`` if it is an int >= 1 (booleans are not ints here); ``even=True`` also wants it even."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     if even and value % 2:
-        raise ValueError(f"{name} must be even, got {value}")
+        raise ValueError(f"{name} must be even{f' ({why})' if why else ''}, got {value}")
     return value
 
 
@@ -79,13 +79,15 @@ def bool_tensor(name: str, x: Any, meaning: str = "True = may attend") -> Tensor
     return x
 
 
-def index_tensor(name: str, x: Any, size: int, what: str = "vocabulary size") -> Tensor:
-    """``x`` if it is an integer tensor whose entries lie in ``0 .. size-1``."""
-    if not isinstance(x, Tensor) or x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
-        got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
-        raise TypeError(f"{name} must be an integer tensor of ids, got {got}")
+def index_tensor(name: str, x: Any, size: int, size_name: str = "d_vocab") -> Tensor:
+    """``x`` if it is an integer tensor whose entries lie in ``[0, size)``."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be an integer torch.Tensor, got {type(x).__name__}")
+    if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+        raise TypeError(f"{name} must have an integer dtype (ids are row numbers), got {x.dtype}")
     if has_data(x) and x.numel() and (int(x.min()) < 0 or int(x.max()) >= size):
-        raise ValueError(f"{name} must lie in 0..{size - 1} (the {what}), got values from {int(x.min())} to {int(x.max())}")
+        raise ValueError(f"{name} must lie in [0, {size_name}={size}), got values from {int(x.min())} to "
+                         f"{int(x.max())} (shape {tuple(x.shape)})")
     return x
 
 

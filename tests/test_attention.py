@@ -337,3 +337,11 @@ def test_dk_widget_classes_and_readout(monkeypatch):
     assert readout.value.startswith("d_k = 4<br>") and "nan" not in readout.value
     slider.value = 512
     assert readout.value.startswith("d_k = 512<br>")
+
+
+def test_pattern_stats_summarises_rows():
+    from course_utils.attention import pattern_stats
+
+    stats = pattern_stats(torch.tensor([[0.5, 0.5], [1.0, 0.0]], dtype=torch.float64))
+    assert stats["max_weight"] == pytest.approx(0.75)
+    assert stats["entropy"] == pytest.approx(math.log(2) / 2)

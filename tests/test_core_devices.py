@@ -53,6 +53,7 @@ def module_call(path: str, *args, x, method: str = "__call__"):
 def _calls() -> dict:
     from course_utils import attention as A, embeddings as E, induction as I, masking as MK, multihead as MH
     from course_utils import positions as P, sampling as SA, softmax as S
+    from course_utils import mlp as ML, sparse_autoencoder as SAE, toy_models as TM
 
     return {
         "softmax.softmax": lambda: S.softmax(t(3, 4)),
@@ -70,6 +71,10 @@ def _calls() -> dict:
         "masking.combine_masks": lambda: MK.combine_masks(mask(3, 3), mask(3, 3)),
         "masking.fully_masked_rows": lambda: MK.fully_masked_rows(mask(2, 3, 3)),
         "masking.apply_mask": lambda: MK.apply_mask(t(3, 3), mask(3, 3)),
+        "embeddings.embed": lambda: E.embed(ids(2, 5), t(10, 4)),
+        "embeddings.one_hot": lambda: E.one_hot(ids(2, 5), 10),
+        "embeddings.embed_via_one_hot": lambda: E.embed_via_one_hot(ids(2, 5), t(10, 4)),
+        "embeddings.TokenEmbedding": module_call("embeddings.TokenEmbedding", 10, 4, x=ids(2, 5)),
         "embeddings.gradient_descent_step": lambda: E.gradient_descent_step(t(3), t(3), 0.1),
         "embeddings.tied_logits": lambda: E.tied_logits(t(2, 3, 4), t(10, 4)),
         "embeddings.add_token_rows": lambda: E.add_token_rows(t(10, 4), 2),
@@ -79,6 +84,18 @@ def _calls() -> dict:
         "induction.induction_scores": lambda: I.induction_scores(t(2, 2, 6, 6), 3),
         "positions.rope_rotate": lambda: P.rope_rotate(t(5, 4)),
         "positions.LearnedPositionEmbedding": module_call("positions.LearnedPositionEmbedding", 10, 4, x=5),
+        "mlp.relu": lambda: ML.relu(t(3, 4)),
+        "mlp.gelu_exact": lambda: ML.gelu_exact(t(3, 4)),
+        "mlp.gelu_tanh": lambda: ML.gelu_tanh(t(3, 4)),
+        "mlp.mlp_forward": lambda: ML.mlp_forward(t(2, 3, 4), t(4, 8), t(8), t(8, 4), t(4)),
+        "mlp.MLP": module_call("mlp.MLP", 8, x=t(2, 3, 8)),
+        "toy_models.toy_model_forward": lambda: TM.toy_model_forward(t(8, 3, 5), t(3, 2, 5), t(3, 5)),
+        "toy_models.importance_weighted_loss": lambda: TM.importance_weighted_loss(t(8, 3, 5), t(8, 3, 5), t(3, 5)),
+        "toy_models.feature_norms": lambda: TM.feature_norms(t(3, 2, 5)),
+        "toy_models.interference": lambda: TM.interference(t(3, 2, 5)),
+        "toy_models.feature_dimensionality": lambda: TM.feature_dimensionality(t(3, 2, 5)),
+        "sparse_autoencoder.SparseAutoencoder": module_call("sparse_autoencoder.SparseAutoencoder", 5, 10, x=t(4, 5)),
+        "sparse_autoencoder.recovered_features": lambda: SAE.recovered_features(t(3, 5), t(10, 5)),
     }
 
 
@@ -87,8 +104,7 @@ def _calls() -> dict:
 NOT_ON_META = {
     "attention.random_scores": "builds seeded CPU data from a torch.Generator (no tensor input to follow)",
     "attention.saturation_stats": "returns Python floats computed from seeded CPU data",
-    **{f"embeddings.{n}": "token ids are range-checked with .item() (to move onto validate.index_tensor)"
-       for n in ("embed", "one_hot", "embed_via_one_hot", "TokenEmbedding")},
+    "attention.pattern_stats": "returns Python floats (a summary for readouts and tables)",
     **{f"sampling.{n}": "logits/probabilities are checked for NaN and ranges with .item()"
        for n in ("apply_temperature", "greedy", "greedy_distribution", "top_k_filter", "top_p_filter",
                  "next_token_distribution", "entropy")},
@@ -112,6 +128,19 @@ NOT_ON_META = {
     "induction.periodic_sequences": "builds seeded data from a torch.Generator",
     "induction.repeat_loss": "indexes by per-sequence periods (data-dependent gather)",
     "induction.train_induction_model": "trains a model: needs data",
+    "mlp.block_weight_split": "arithmetic on Python ints, no tensors",
+    "superposition.AngleStats": "a dataclass of results",
+    "superposition.random_unit_vectors": "builds seeded CPU data from a torch.Generator (callers move it)",
+    "superposition.pairwise_angle_stats": "checks the vectors are finite and non-zero, returns Python floats (needs data)",
+    "superposition.angle_deviation_summary": "checks the vectors are finite and non-zero (needs data)",
+    "superposition.welch_bound": "arithmetic on Python ints, no tensors",
+    "superposition.fit_power_law": "fits Python numbers, returns Python floats",
+    "toy_models.ToyModel": "checks sparsity and importance values (needs data)",
+    "toy_models.train_toy_models": "trains a model: needs data",
+    "toy_models.train_sweep": "trains a model: needs data",
+    "toy_models.single_threaded": "a context manager for the thread count, no tensors",
+    "sparse_autoencoder.train_sparse_autoencoder": "trains a model: needs data",
+    "sparse_autoencoder.hidden_activation_sampler": "samples a trained ToyModel: needs data",
 }
 
 # Calls that run on meta but still create a tensor on the CPU on the way (a real device bug on a GPU).

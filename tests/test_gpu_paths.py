@@ -60,5 +60,5 @@ def test_checks_judge_a_cuda_answer_like_a_cpu_one():
 def test_validation_reads_cuda_values():
     with pytest.raises(ValueError, match="contains NaN"):
         validate.float_tensor("q", torch.tensor([float("nan")], device=CUDA))
-    with pytest.raises(ValueError, match="must lie in 0..4"):
+    with pytest.raises(ValueError, match=r"must lie in \[0, d_vocab=5\)"):
         validate.index_tensor("token_ids", torch.tensor([5], device=CUDA), 5)

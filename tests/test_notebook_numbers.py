@@ -40,7 +40,7 @@ PROSE_NUMBER = re.compile(
     r"(?P<scale>[kMB](?![\w]))?"
     r"(?![\w])(?!\.\d)(?!,\d{3})"
 )
-OUTPUT_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+")
+OUTPUT_NUMBER = re.compile(r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+)([kMB](?![A-Za-z]))?")
 SKIPPED = [
     re.compile(r"https?://\S+"),                 # URLs
     re.compile(r"\]\([^)]*\)"),                  # markdown link / image targets
@@ -86,7 +86,8 @@ def prose_numbers(markdown: str) -> list[str]:
 
 
 def output_numbers(nb) -> list[Decimal]:
-    """Every number any cell output of ``nb`` prints, commas removed: ``'50,257 rows'`` -> [50257]."""
+    """Every number any cell output of ``nb`` prints, commas removed: ``'50,257 rows'`` -> [50257];
+    a k/M/B suffix adds the scaled value too: ``'213M'`` -> [213, 213000000]."""
     values = []
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -94,11 +95,13 @@ def output_numbers(nb) -> list[Decimal]:
             texts += [out.get("data", {}).get(mime, "") for mime in OUTPUT_MIMES]
             for text in texts:
                 text = "".join(text) if isinstance(text, list) else text
-                for token in OUTPUT_NUMBER.findall(text):
+                for token, scale in OUTPUT_NUMBER.findall(text):
                     try:
                         values.append(_decimal(token))
                     except InvalidOperation:
                         continue
+                    if scale:  # "175B" printed: both 175 and 175e9 count
+                        values.append(values[-1] * SCALE[scale])
     return values
 
 
@@ -192,6 +195,9 @@ def test_thousands_separators_and_scale_suffixes():
     assert stale_numbers(_notebook("Llama 3 has a 128k vocabulary.", "128256\n")) == []
     assert stale_numbers(_notebook("Llama 3 has a 128k vocabulary.", "100277\n")) == [(0, "128k")]
     assert stale_numbers(_notebook("It is 9,647 times slower.", "ratio 9647.31\n")) == []
+    assert stale_numbers(_notebook("It has 213M parameters.", "params: 212.6M\n")) == []
+    assert stale_numbers(_notebook("It has 213M parameters.", "params: 212,571,392\n")) == []
+    assert stale_numbers(_notebook("It has 213M parameters.", "params: 212.4M\n")) == [(0, "213M")]
 
 
 def test_percentages_match_fractions():

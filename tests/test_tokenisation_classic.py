@@ -86,9 +86,63 @@ def test_viterbi_rejects_unsplittable_word():
 def test_pruning_shrinks_to_target_and_keeps_characters():
     candidates = unigram.candidate_pieces(bpe.WORKED_CORPUS)
     final, history = unigram.prune(bpe.WORKED_CORPUS, candidates, target_size=16)
-    assert len(final) == 16 and history[0][0] == len(candidates) and history[-1][0] == 16
+    assert len(final) == 16 and history[0].size == len(candidates) and history[-1].size == 16
     assert set("lowernstid") <= set(final)
-    assert [size for size, _ in history] == sorted((size for size, _ in history), reverse=True)
+    assert [r.size for r in history] == sorted((r.size for r in history), reverse=True)
     assert sum(final.values()) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="target_size"):
         unigram.prune(bpe.WORKED_CORPUS, candidates, target_size=3)
+    with pytest.raises(ValueError, match="drop"):
+        unigram.prune(bpe.WORKED_CORPUS, candidates, target_size=16, drop=1.0)
+
+
+def _best_segmentation_by_brute_force(word_counts, vocab):
+    """The highest segmentation log-likelihood over every combination of every word's splits."""
+    words = sorted(word_counts)
+    options = [unigram.all_splits(w, vocab) for w in words]
+    return max(unigram.segmentation_log_likelihood(word_counts, dict(zip(words, combo)))
+               for combo in itertools.product(*options))
+
+
+@pytest.mark.parametrize("kept", [None, "lowernstid", "lowernstid|low|est|new|wid", "lowernstid|newes|wides|low"])
+def test_fit_finds_the_best_segmentation_of_the_worked_corpus(kept):
+    candidates = unigram.candidate_pieces(bpe.WORKED_CORPUS)
+    if kept is not None:
+        letters, *longer = kept.split("|")
+        candidates = {p: q for p, q in candidates.items() if p in set(letters) | set(longer)}
+    probs, splits = unigram.fit(bpe.WORKED_CORPUS, candidates)
+    best = _best_segmentation_by_brute_force(bpe.WORKED_CORPUS, candidates)
+    assert unigram.segmentation_log_likelihood(bpe.WORKED_CORPUS, splits) == pytest.approx(best, abs=1e-9)
+    assert sum(probs.values()) == pytest.approx(1.0)
+    used = unigram.usage(bpe.WORKED_CORPUS, splits)
+    assert all((probs[p] > 0) == (used[p] > 0) for p in probs)  # no smoothing: unused pieces get 0
+
+
+def test_pruning_removes_unused_pieces_first_and_the_likelihood_never_rises():
+    candidates = unigram.candidate_pieces(bpe.WORKED_CORPUS)
+    final, history = unigram.prune(bpe.WORKED_CORPUS, candidates, target_size=10, drop=0)
+    assert set(final) == set("lowernstid") and [len(r.removed) for r in history[1:]] == [1] * 34
+    lls = [r.log_likelihood for r in history]
+    assert all(after <= before + 1e-9 for before, after in zip(lls, lls[1:])), lls
+    for before, r in zip(lls, history[1:]):
+        if r.unused:  # removing a piece no word uses changes nothing
+            assert r.log_likelihood == pytest.approx(before, abs=1e-12)
+    first_costly = next(k for k, r in enumerate(history[1:], 1) if r.log_likelihood < lls[k - 1] - 1e-9)
+    assert all(k < first_costly for k, r in enumerate(history[1:], 1) if r.unused)  # unused go first
+    assert all(r.log_likelihood == pytest.approx(lls[0]) for r in history[1:first_costly])
+    assert lls[-1] < lls[0]
+
+
+def test_pruned_vocabulary_keeps_only_pieces_in_use_besides_letters():
+    candidates = unigram.candidate_pieces(bpe.WORKED_CORPUS)
+    final, _ = unigram.prune(bpe.WORKED_CORPUS, candidates, target_size=14, drop=0)
+    used = unigram.usage(bpe.WORKED_CORPUS, unigram.segment(bpe.WORKED_CORPUS, final))
+    assert all(used[p] > 0 for p in final if len(p) > 1)
+
+
+def test_removal_loss_is_zero_for_unused_pieces_and_positive_for_needed_ones():
+    candidates = unigram.candidate_pieces(bpe.WORKED_CORPUS)
+    probs, splits = unigram.fit(bpe.WORKED_CORPUS, candidates)
+    unused = [p for p in probs if len(p) > 1 and probs[p] == 0]
+    assert unused and all(unigram.removal_loss(bpe.WORKED_CORPUS, probs, splits, p) == 0.0 for p in unused)
+    assert unigram.removal_loss(bpe.WORKED_CORPUS, probs, splits, "low") > 0  # low x5 would need letters

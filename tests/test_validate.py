@@ -16,6 +16,8 @@ def test_positive_int_accepts_ints_and_names_the_argument():
             v.positive_int("n_heads", bad)
     with pytest.raises(ValueError, match="d_head must be even, got 3"):
         v.positive_int("d_head", 3, even=True)
+    with pytest.raises(ValueError, match=r"d_head must be even \(pairs\), got 3"):
+        v.positive_int("d_head", 3, even=True, why="pairs")
     assert v.non_negative_int("k", 0) == 0
     with pytest.raises(ValueError, match="k must be a non-negative int"):
         v.non_negative_int("k", -2)
@@ -44,10 +46,10 @@ def test_tensor_checks_name_the_argument_and_skip_values_on_meta():
         v.float_tensor("q", torch.ones(2), min_dims=2)
     with pytest.raises(TypeError, match="mask must be a torch.bool tensor"):
         v.bool_tensor("mask", torch.ones(2))
-    with pytest.raises(ValueError, match=r"token_ids must lie in 0..9"):
+    with pytest.raises(ValueError, match=r"token_ids must lie in \[0, d_vocab=10\), got values from 3 to 10"):
         v.index_tensor("token_ids", torch.tensor([3, 10]), 10)
     assert v.index_tensor("token_ids", torch.empty(4, dtype=torch.long, device="meta"), 10) is not None
-    with pytest.raises(TypeError, match="integer tensor of ids"):
+    with pytest.raises(TypeError, match="integer dtype"):
         v.index_tensor("token_ids", torch.ones(2), 10)
     with pytest.raises(ValueError, match="q on cpu, k on meta"):
         v.same_device(q=torch.ones(1), k=torch.ones(1, device="meta"))

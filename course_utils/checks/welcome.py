@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.checks.core import Case, Exercise, Mistake, Property
+from course_utils.checks.core import Alternative, Case, Exercise, Mistake, Property
 from course_utils.softmax import softmax
 
 
@@ -37,6 +37,39 @@ def _divides_by_max(x):
     return x.exp() / x.exp().amax(dim=-1, keepdim=True)
 
 
+# -- accepted alternatives: correct, but written differently from the reference --------------------
+def _in_float32(x):
+    """Computes in float32 whatever the input's dtype (and returns float32)."""
+    x32 = x.float()
+    shifted = x32 - x32.amax(dim=-1, keepdim=True)
+    return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
+
+
+def _in_place(x):
+    """Overwrites its input: subtract, exponentiate and divide in place."""
+    x -= x.max(dim=-1, keepdim=True).values
+    x.exp_()
+    x /= x.sum(dim=-1, keepdim=True)
+    return x
+
+
+def _log_sum_exp(x):
+    """Another stabilisation: exp(x - logsumexp(x))."""
+    return torch.exp(x - torch.logsumexp(x, dim=-1, keepdim=True))
+
+
+def _torch_built_in(x):
+    return torch.softmax(x, dim=-1)
+
+
+def _flattened_rows(x):
+    """Works on a 2-D view of the rows, then restores the shape."""
+    rows = x.reshape(-1, x.shape[-1])
+    top = rows.max(dim=1).values.unsqueeze(1)
+    exps = torch.exp(rows - top)
+    return (exps / exps.sum(dim=1).unsqueeze(1)).reshape(x.shape)
+
+
 def _rows_sum_to_one(case: Case, out) -> bool:
     return bool(torch.allclose(out.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-5))
 
@@ -64,6 +97,21 @@ STABLE_SOFTMAX = Exercise(
         Mistake("divides by the max", _divides_by_max,
                 "you divided by the largest exponential, not by the sum of the exponentials"),
     ],
+    alternatives=[
+        Alternative("computes in float32", _in_float32),
+        Alternative("in place", _in_place),
+        Alternative("logsumexp stabilisation", _log_sum_exp),
+        Alternative("torch.softmax", _torch_built_in),
+        Alternative("2-D rows with max().values", _flattened_rows),
+    ],
+    hints=[
+        "Softmax gives the same answer if you subtract one number from every score of a row. Which "
+        "number makes the largest exponent in the row exactly e^0 = 1?",
+        "Reduce over the last dimension and keep that dimension (keepdim), so the row's maximum and "
+        "later the row's sum broadcast back against every entry of the row; then divide the "
+        "exponentials by their row sum.",
+    ],
+    tolerance="float32",
 )
 
 EXERCISES = {STABLE_SOFTMAX.name: STABLE_SOFTMAX}

@@ -75,20 +75,11 @@ def best_pair(pair_counts: dict[Pair, int]) -> Pair:
 
 def train_bpe(word_counts: dict[str, int], n_merges: int) -> list[Pair]:
     """The learned merges in order: ``train_bpe(WORKED_CORPUS, 2)`` -> ``[('e', 's'), ('es', 't')]``."""
-    words = split_corpus(word_counts)
-    merges = []
-    for _ in range(n_merges):
-        pairs = count_pairs(words)
-        if not pairs:
-            break
-        pair = best_pair(pairs)
-        merges.append(pair)
-        words = merge_pair(words, pair)
-    return merges
+    return [pair for pair, _, _ in training_steps(word_counts, n_merges)]
 
 
 def training_steps(word_counts: dict[str, int], n_merges: int) -> list[tuple[Pair, int, Words]]:
-    """Each step's (merged pair, its count, the words after the merge), for tables."""
+    """Each step's (merged pair, its count, the words after the merge): the training loop itself."""
     words, steps = split_corpus(word_counts), []
     for _ in range(n_merges):
         pairs = count_pairs(words)

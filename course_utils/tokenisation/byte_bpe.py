@@ -22,6 +22,25 @@ from course_utils.tokenisation import rankfiles
 from course_utils.tokenisation.pretokenise import GPT2_PATTERN, compiled
 
 
+def encode_chunk_with_ranks(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
+    """Ids of one chunk by merge-by-rank: start from single bytes, repeatedly join the adjacent pair
+    whose concatenation has the lowest rank (the leftmost on a tie), until no pair is a token.
+    With GPT-2's ranks ``b"tokenisation"`` -> ``[30001, 5612]`` (``token`` + ``isation``)."""
+    if piece in ranks:
+        return [ranks[piece]]
+    parts = [piece[i:i + 1] for i in range(len(piece))]
+    while len(parts) > 1:
+        best, where = None, -1
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best is None or rank < best):
+                best, where = rank, i
+        if best is None:
+            break
+        parts[where:where + 2] = [parts[where] + parts[where + 1]]
+    return [ranks[p] for p in parts]
+
+
 class ByteBPETokenizer:
     """``tok = ByteBPETokenizer(ranks, GPT2_PATTERN)``; ``tok.decode(tok.encode("hi")) == "hi"``."""
 
@@ -54,27 +73,14 @@ class ByteBPETokenizer:
 
     # -- encoding -------------------------------------------------------------------------------
     def encode_chunk(self, piece: bytes) -> tuple[int, ...]:
-        """Ids of one pre-tokenised chunk: with GPT-2's ranks ``b" lowest"`` -> ``(9016, 395)``."""
+        """Ids of one pre-tokenised chunk: with GPT-2's ranks ``b"tokenisation"`` -> ``(30001, 5612)``."""
         ids = self._cache.get(piece)
         if ids is None:
             ids = self._cache[piece] = self._merge(piece)
         return ids
 
     def _merge(self, piece: bytes) -> tuple[int, ...]:
-        ranks = self.ranks
-        if piece in ranks:
-            return (ranks[piece],)
-        parts = [piece[i:i + 1] for i in range(len(piece))]
-        while len(parts) > 1:
-            best, where = None, -1
-            for i in range(len(parts) - 1):
-                rank = ranks.get(parts[i] + parts[i + 1])
-                if rank is not None and (best is None or rank < best):
-                    best, where = rank, i
-            if best is None:
-                break
-            parts[where:where + 2] = [parts[where] + parts[where + 1]]
-        return tuple(ranks[p] for p in parts)
+        return tuple(encode_chunk_with_ranks(piece, self.ranks))
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Ids of ``text``, treating special-token strings as plain text."""

@@ -8,7 +8,7 @@ Each file's SHA-256 is checked against the hash OpenAI publishes (the same ones 
 never looks for (or downloads) a file.
 
 Covers: locating and verifying the files, our ``ByteBPETokenizer`` for each, tiktoken's.
-Leaves out: r50k/p50k and chat-format special tokens.
+Leaves out: r50k/p50k, chat-format special tokens, and Llama 3's file (only its published size).
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ SPECS = {
                    O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
 }
 NAMES = tuple(SPECS)
+
+# Llama 3's tokenizer file ships in no package the course installs, so only its published size is
+# here: ``vocab_size`` in the Meta-Llama-3 model configs, 128,000 BPE tokens (cl100k_base's 100k
+# plus 28k more, mostly for other languages) and 256 reserved special tokens.
+LLAMA3_VOCAB_SIZE = 128_256
+LLAMA3_SPECIAL_TOKENS = 256
 
 
 def _spec(name: str):

@@ -18,7 +18,7 @@ from typing import Sequence
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
-from course_utils.attention import pattern_entropy, random_scores
+from course_utils.attention import pattern_stats, random_scores
 from course_utils.softmax import softmax
 from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
@@ -69,8 +69,8 @@ def dk_readout(d_k: int, scaled, unscaled) -> str:
     """Plain text, one fact per line: ``d_k = 64``, then max weight and entropy for each pattern."""
     lines = [f"d_k = {d_k}"]
     for name, pattern in (("scaled", scaled), ("unscaled", unscaled)):
-        max_weight, entropy = pattern.amax(dim=-1).mean(), pattern_entropy(pattern).mean()
-        lines.append(f"{name}: mean max weight {max_weight:.3f}, mean entropy {entropy:.3f} nats")
+        stats = pattern_stats(pattern)
+        lines.append(f"{name}: mean max weight {stats['max_weight']:.3f}, mean entropy {stats['entropy']:.3f} nats")
     return "<br>".join(lines)
 
 

@@ -51,3 +51,30 @@ def tokenizer_widget(course_bpe=None, text: str = "Tokenisation isn't magic: caf
     root = widgets.VBox([box_text, dropdown, readout])
     root.add_class("course-tokenizer")
     return root
+
+
+def plot_pruning(history):
+    """Corpus log-likelihood against vocabulary size for ``unigram.prune``'s history (read right to
+    left: pruning shrinks the vocabulary); removals of pieces no word used are drawn hollow."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    sizes = [r.size for r in history]
+    lls = [r.log_likelihood for r in history]
+    ax.plot(sizes, lls, color="#888", lw=1, zorder=1)
+    unused = [r for r in history[1:] if r.removed and set(r.removed) <= set(r.unused)]
+    used = [r for r in history[1:] if r not in unused]
+    ax.scatter([r.size for r in unused], [r.log_likelihood for r in unused], facecolors="none",
+               edgecolors="tab:blue", label="removed a piece no word used", zorder=2)
+    ax.scatter([r.size for r in used], [r.log_likelihood for r in used], color="tab:red",
+               label="removed a piece in use", zorder=2)
+    for r in used:
+        ax.annotate(" ".join(r.removed), (r.size, r.log_likelihood), textcoords="offset points",
+                    xytext=(4, 4), fontsize=8)
+    ax.invert_xaxis()
+    ax.set_xlabel("vocabulary size (pieces)")
+    ax.set_ylabel("corpus log-likelihood")
+    ax.set_title("Unigram pruning: free removals first, then each removal costs likelihood")
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig

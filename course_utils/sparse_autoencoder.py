@@ -1,0 +1,95 @@
+"""A small sparse autoencoder (SAE) that pulls superposed features back out of hidden activations.
+
+Given activations h in m dimensions that secretly are sparse sums of n > m feature directions, the
+SAE learns an overcomplete dictionary: acts = ReLU((h − b_dec) W_enc + b_enc), h' = acts W_dec + b_dec,
+with unit-norm rows of W_dec, trained on ‖h − h'‖² + l1 · Σ acts. Covers training one SAE and
+scoring which true directions its dictionary found (cosine above a threshold). Leaves out resampling
+dead latents, top-k SAEs and transcoders.
+"""
+
+from __future__ import annotations
+
+import torch
+from jaxtyping import Float
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from course_utils.toy_models import single_threaded
+
+
+class SparseAutoencoder(nn.Module):
+    """``SparseAutoencoder(d_in=5, d_sae=40)``: encode to d_sae non-negative latents, decode back to d_in."""
+
+    def __init__(self, d_in: int, d_sae: int, seed: int | None = None):
+        super().__init__()
+        for name, value in (("d_in", d_in), ("d_sae", d_sae)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        gen = None if seed is None else torch.Generator().manual_seed(seed)
+        self.W_enc = nn.Parameter(nn.init.kaiming_uniform_(torch.empty(d_in, d_sae), generator=gen))
+        self.W_dec = nn.Parameter(self.W_enc.detach().T.clone())  # (d_sae, d_in), tied at the start
+        self.b_enc = nn.Parameter(torch.zeros(d_sae))
+        self.b_dec = nn.Parameter(torch.zeros(d_in))
+
+    def directions(self) -> Float[Tensor, "d_sae d_in"]:
+        """The dictionary: one unit vector per latent."""
+        return self.W_dec / self.W_dec.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+    def encode(self, h: Float[Tensor, "batch d_in"]) -> Float[Tensor, "batch d_sae"]:
+        return torch.relu((h - self.b_dec) @ self.W_enc + self.b_enc)
+
+    def forward(self, h: Float[Tensor, "batch d_in"]) -> tuple[Tensor, Tensor]:
+        acts = self.encode(h)
+        return acts, acts @ self.directions() + self.b_dec  # (batch, d_sae), (batch, d_in)
+
+
+def train_sparse_autoencoder(sae: SparseAutoencoder, sample, steps: int = 2000, batch_size: int = 1024,
+                             lr: float = 3e-3, l1: float = 0.05, seed: int = 0, progress: bool = False) -> Tensor:
+    """Fit ``sae`` to batches from ``sample(batch_size, generator)`` -> (batch, d_in); returns the loss history.
+
+    Loss per batch: mean over the batch of ‖h − h'‖² + l1 · ‖acts‖₁.
+    """
+    if not callable(sample):
+        raise TypeError(f"sample must be a callable (batch_size, generator) -> activations, got {type(sample).__name__}")
+    gen = torch.Generator(device=sae.W_enc.device).manual_seed(seed)
+    optimiser = torch.optim.Adam(sae.parameters(), lr=lr)
+    history = torch.empty(steps)
+    with single_threaded():
+        for step in tqdm(range(steps), desc="sparse autoencoder", disable=not progress, leave=False):
+            h = sample(batch_size, gen)
+            acts, h_hat = sae(h)
+            loss = (h - h_hat).square().sum(dim=-1).mean() + l1 * acts.sum(dim=-1).mean()
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            optimiser.step()
+            history[step] = loss.detach()
+    return history
+
+
+def recovered_features(true_directions: Float[Tensor, "n d"], dictionary: Float[Tensor, "k d"],
+                       threshold: float = 0.9) -> tuple[Tensor, Tensor]:
+    """For each true direction, its best cosine with any dictionary row, and whether that beats ``threshold``.
+
+    ``recovered_features(torch.eye(2), torch.tensor([[1., 0.1]]))`` -> ``([0.995, 0.0995], [True, False])``.
+    """
+    for name, t in (("true_directions", true_directions), ("dictionary", dictionary)):
+        if not isinstance(t, Tensor) or t.ndim != 2:
+            raise ValueError(f"{name} must be a 2-d tensor (rows are directions), got {getattr(t, 'shape', type(t).__name__)}")
+    if true_directions.shape[1] != dictionary.shape[1]:
+        raise ValueError(f"true_directions and dictionary must have the same width, got {true_directions.shape[1]} and {dictionary.shape[1]}")
+    a = true_directions / true_directions.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    b = dictionary / dictionary.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    best = (a @ b.T).max(dim=1).values  # (n,)
+    return best, best > threshold
+
+
+def hidden_activation_sampler(model, instance: int):
+    """``sample(batch_size, generator)`` -> hidden activations (batch, n_hidden) of one toy-model instance."""
+    if isinstance(instance, bool) or not isinstance(instance, int) or not 0 <= instance < model.n_instances:
+        raise ValueError(f"instance must be an int in [0, {model.n_instances}), got {instance!r}")
+
+    def sample(batch_size: int, generator: torch.Generator | None = None) -> Tensor:
+        with torch.no_grad():
+            return model.hidden(model.generate_batch(batch_size, generator))[:, instance]
+
+    return sample

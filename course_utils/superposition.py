@@ -1,0 +1,157 @@
+"""The geometry behind superposition: how close to perpendicular random directions are.
+
+Covers drawing random unit vectors, the statistics of the angles between all pairs of them
+(chunked, so thousands of vectors in thousands of dimensions fit in bounded memory, on whatever
+device the vectors are on), the Welch bound on the largest |cos| any N unit vectors in D dimensions
+must have, and a least-squares power-law fit (for the 1/√D law). Toy models that *use* this
+geometry are in ``course_utils.toy_models``; leaves out Johnson–Lindenstrauss constructions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+from tqdm.auto import tqdm
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def random_unit_vectors(n: int, d: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> Float[Tensor, "n d"]:
+    """``n`` directions drawn uniformly on the sphere in ``d`` dimensions (normalised Gaussians), on the CPU.
+
+    ``random_unit_vectors(3, 5).norm(dim=1)`` -> ``[1., 1., 1.]``. Move the result with ``.to(device)``.
+    """
+    n, d = _check_int("n", n, 1), _check_int("d", d, 1)
+    gen = torch.Generator().manual_seed(seed)
+    v = torch.randn(n, d, generator=gen, dtype=dtype)
+    return v / v.norm(dim=1, keepdim=True)
+
+
+@dataclass(frozen=True)
+class AngleStats:
+    """Summary of the angles between all pairs i < j of a set of vectors (deviations in degrees from 90°).
+
+    ``rms_deviation_deg`` is the root-mean-square of (angle − 90°), the "typical" deviation;
+    ``max_deviation_deg`` the worst pair's; ``hist_counts`` count the angles in ``hist_edges`` (degrees).
+    """
+
+    n_vectors: int
+    dim: int
+    n_pairs: int
+    rms_deviation_deg: float
+    mean_abs_deviation_deg: float
+    max_deviation_deg: float
+    max_abs_cos: float
+    hist_counts: Tensor
+    hist_edges: Tensor
+
+
+def _check_vectors(vectors) -> Tensor:
+    """Validate a (n, d) batch of at least two finite non-zero vectors; return their norms (n,)."""
+    if not isinstance(vectors, Tensor):
+        raise TypeError(f"vectors must be a torch.Tensor of shape (n, d), got {type(vectors).__name__}")
+    if vectors.ndim != 2:
+        raise ValueError(f"vectors must have shape (n, d), got {tuple(vectors.shape)}")
+    if vectors.shape[0] < 2:
+        raise ValueError(f"vectors must hold at least two vectors (rows) to form a pair, got {vectors.shape[0]}")
+    if vectors.shape[1] < 1:
+        raise ValueError("vectors must have at least one dimension (column)")
+    if not vectors.is_floating_point():
+        raise TypeError(f"vectors must be floating point, got dtype {vectors.dtype}")
+    norms = vectors.norm(dim=1)  # NaN or inf anywhere in a row makes its norm non-finite
+    if not torch.isfinite(norms).all():
+        raise ValueError("vectors must be finite (found NaN or inf)")
+    if (norms == 0).any():
+        raise ValueError("vectors must be non-zero: a zero vector has no direction")
+    return norms
+
+
+def pairwise_angle_stats(vectors: Float[Tensor, "n d"], chunk_size: int = 512, bins: int = 1800,
+                         progress: bool = False) -> AngleStats:
+    """Angle statistics over all n(n−1)/2 pairs, computed a block of rows at a time on ``vectors.device``.
+
+    Block i compares rows i:i+chunk with rows i: only (the upper triangle), dividing each dot product
+    by the two norms, so the extra memory is O(chunk · n) (no normalised copy of the input) and
+    half the full Gram matrix's work is skipped.
+    ``pairwise_angle_stats(torch.eye(3)).max_deviation_deg`` -> ``0.0`` (all pairs perpendicular).
+    """
+    norms = _check_vectors(vectors)
+    chunk_size, bins = _check_int("chunk_size", chunk_size, 1), _check_int("bins", bins, 1)
+    n, d = vectors.shape
+    sum_sq = torch.zeros((), dtype=torch.float64, device=vectors.device)
+    sum_abs = torch.zeros((), dtype=torch.float64, device=vectors.device)
+    max_abs_cos = torch.zeros((), dtype=vectors.dtype, device=vectors.device)
+    counts = torch.zeros(bins, dtype=torch.float64, device=vectors.device)
+    for start in tqdm(range(0, n - 1, chunk_size), desc=f"pairs (d={d})", disable=not progress, leave=False):
+        stop = min(start + chunk_size, n)
+        block = vectors[start:stop] @ vectors[start:].T  # (chunk, n - start): rows i, columns j >= start
+        block /= norms[start:stop, None] * norms[None, start:]  # cosines
+        i, j = torch.triu_indices(stop - start, stop - start, offset=1, device=vectors.device)
+        for cos in (block[i, j], block[:, stop - start:].reshape(-1)):  # pairs inside the block, then to its right
+            if not cos.numel():
+                continue
+            deviation = torch.asin(cos.clamp(-1.0, 1.0))  # radians; angle − 90° = −asin(cos), the sign is irrelevant here
+            sum_sq += torch.dot(deviation, deviation).double()
+            sum_abs += deviation.abs().sum(dtype=torch.float64)
+            max_abs_cos = torch.maximum(max_abs_cos, cos.abs().max())
+            counts += torch.histc(deviation, bins=bins, min=-math.pi / 2, max=math.pi / 2).double()
+    n_pairs = n * (n - 1) // 2
+    worst = min(float(max_abs_cos), 1.0)
+    return AngleStats(
+        n_vectors=n, dim=d, n_pairs=n_pairs,
+        rms_deviation_deg=math.degrees(math.sqrt(float(sum_sq) / n_pairs)),
+        mean_abs_deviation_deg=math.degrees(float(sum_abs) / n_pairs),
+        max_deviation_deg=math.degrees(math.asin(worst)),
+        max_abs_cos=worst,
+        hist_counts=counts.flip(0).cpu(),  # deviation −90°..90° is angle 180°..0°: flip to ascending angle
+        hist_edges=torch.linspace(0.0, 180.0, bins + 1, dtype=torch.float64),
+    )
+
+
+def angle_deviation_summary(vectors: Float[Tensor, "n d"]) -> Float[Tensor, "2"]:
+    """[RMS, max] of |angle − 90°| in degrees over all pairs i < j, in one Gram matrix (small n only).
+
+    ``angle_deviation_summary(torch.tensor([[1., 0.], [1., 1.]]))`` -> ``[45., 45.]``.
+    """
+    unit = vectors / _check_vectors(vectors)[:, None]
+    n = unit.shape[0]
+    cos = (unit @ unit.T).clamp(-1.0, 1.0)  # (n, n)
+    i, j = torch.triu_indices(n, n, offset=1, device=unit.device)
+    deviation = torch.rad2deg(torch.arccos(cos[i, j])) - 90.0  # (n_pairs,)
+    return torch.stack([deviation.square().mean().sqrt(), deviation.abs().max()])
+
+
+def welch_bound(n: int, d: int) -> float:
+    """The smallest possible max |cos θ| over pairs of ``n`` unit vectors in ``d`` dimensions.
+
+    sqrt((n − d) / (d (n − 1))) when n > d; 0 when n ≤ d (n orthogonal vectors fit).
+    ``welch_bound(3, 2)`` -> ``0.5`` (three directions 120° apart).
+    """
+    n, d = _check_int("n", n, 2), _check_int("d", d, 1)
+    return math.sqrt((n - d) / (d * (n - 1))) if n > d else 0.0
+
+
+def fit_power_law(x, y) -> tuple[float, float]:
+    """Least-squares fit of y ≈ c · x^k in log-log space; returns (c, k).
+
+    ``fit_power_law([1, 4, 16], [1, 0.5, 0.25])`` -> ``(1.0, -0.5)``.
+    """
+    x = torch.as_tensor(x, dtype=torch.float64)
+    y = torch.as_tensor(y, dtype=torch.float64)
+    if x.ndim != 1 or x.shape != y.shape or x.numel() < 2:
+        raise ValueError(f"x and y must be 1-d with the same length of at least 2, got {tuple(x.shape)} and {tuple(y.shape)}")
+    if not ((x > 0).all() and (y > 0).all()):
+        raise ValueError("x and y must be positive to fit a power law")
+    design = torch.stack([torch.ones_like(x), x.log()], dim=1)  # (points, 2)
+    solution = torch.linalg.lstsq(design, y.log()[:, None]).solution[:, 0]
+    return math.exp(solution[0].item()), solution[1].item()

@@ -1,0 +1,222 @@
+"""Superposition geometry, the toy model of superposition and the sparse autoencoder.
+
+Oracles: NumPy float64 on the full Gram matrix for the angle statistics; a regular simplex and
+three directions 120° apart for the Welch bound; explicit per-instance loops for the batched toy
+model; analytic polygons for feature dimensionality. Trained outcomes are asserted on fixed seeds.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils.sparse_autoencoder import SparseAutoencoder, hidden_activation_sampler, recovered_features, train_sparse_autoencoder
+from course_utils.superposition import angle_deviation_summary, fit_power_law, pairwise_angle_stats, random_unit_vectors, welch_bound
+from course_utils.toy_models import (ToyModel, feature_dimensionality, feature_norms, importance_weighted_loss, interference,
+                                     toy_model_forward, train_sweep)
+
+
+# -- angle statistics -----------------------------------------------------------------------------
+def _numpy_oracle(v: np.ndarray):
+    u = v / np.linalg.norm(v, axis=1, keepdims=True)
+    i, j = np.triu_indices(len(u), k=1)
+    angles = np.degrees(np.arccos(np.clip((u @ u.T)[i, j], -1, 1)))
+    dev = angles - 90.0
+    return angles, math.sqrt(np.mean(dev**2)), np.mean(np.abs(dev)), np.max(np.abs(dev))
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 64, 1000])
+def test_angle_stats_match_numpy_float64_for_any_chunk_size(chunk_size):
+    v = torch.randn(150, 30, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 3.0  # not unit length
+    angles, rms, mean_abs, worst = _numpy_oracle(v.numpy())
+    stats = pairwise_angle_stats(v, chunk_size=chunk_size, bins=90)
+    assert stats.n_pairs == 150 * 149 // 2 == len(angles)
+    assert stats.rms_deviation_deg == pytest.approx(rms, rel=1e-9)
+    assert stats.mean_abs_deviation_deg == pytest.approx(mean_abs, rel=1e-9)
+    assert stats.max_deviation_deg == pytest.approx(worst, rel=1e-9)
+    counts, _ = np.histogram(angles, bins=90, range=(0, 180))
+    assert np.abs(stats.hist_counts.numpy() - counts).sum() <= 2  # a value exactly on an edge may fall either side
+    assert stats.hist_counts.sum().item() == len(angles)
+
+
+def test_small_gram_summary_agrees_with_the_chunked_path():
+    v = random_unit_vectors(200, 50, seed=3)
+    summary = angle_deviation_summary(v)
+    stats = pairwise_angle_stats(v, chunk_size=33)
+    assert summary.tolist() == pytest.approx([stats.rms_deviation_deg, stats.max_deviation_deg], rel=1e-4)
+    assert angle_deviation_summary(torch.tensor([[1.0, 0.0], [1.0, 1.0]])).tolist() == pytest.approx([45.0, 45.0])
+
+
+@pytest.mark.parametrize("d", [100, 1000])
+def test_typical_deviation_follows_one_over_sqrt_d(d):
+    stats = pairwise_angle_stats(random_unit_vectors(600, d, seed=1))
+    assert math.radians(stats.rms_deviation_deg) == pytest.approx(1 / math.sqrt(d), rel=0.05)
+
+
+def test_power_law_fit_recovers_exponent():
+    dims = torch.tensor([10.0, 100.0, 1000.0])
+    c, k = fit_power_law(dims, 2.0 * dims**-0.5)
+    assert (c, k) == (pytest.approx(2.0), pytest.approx(-0.5))
+
+
+def test_random_unit_vectors_are_unit_and_seeded():
+    a, b = random_unit_vectors(5, 7, seed=2), random_unit_vectors(5, 7, seed=2)
+    assert torch.equal(a, b)
+    torch.testing.assert_close(a.norm(dim=1), torch.ones(5))
+
+
+# -- Welch bound ----------------------------------------------------------------------------------
+def _simplex(d: int) -> torch.Tensor:
+    """d + 1 unit vectors in d dimensions with all pairwise cosines −1/d (the centred standard basis)."""
+    e = torch.eye(d + 1, dtype=torch.float64) - 1.0 / (d + 1)
+    basis = torch.linalg.svd(e).Vh[:d]  # (d, d+1): an orthonormal basis of the sum-zero subspace
+    v = e @ basis.T
+    return v / v.norm(dim=1, keepdim=True)
+
+
+@pytest.mark.parametrize("d", [2, 3, 10])
+def test_welch_bound_is_attained_by_the_regular_simplex(d):
+    v = _simplex(d)
+    gram = v @ v.T
+    worst = (gram - torch.eye(d + 1, dtype=torch.float64)).abs().max().item()
+    assert worst == pytest.approx(1 / d)
+    assert welch_bound(d + 1, d) == pytest.approx(worst)
+
+
+def test_welch_bound_is_never_beaten_and_is_zero_when_vectors_fit_orthogonally():
+    assert welch_bound(3, 2) == pytest.approx(0.5)
+    assert welch_bound(5, 5) == 0.0 and welch_bound(2, 10) == 0.0
+    for n, d in [(50, 10), (400, 100)]:
+        assert pairwise_angle_stats(random_unit_vectors(n, d, seed=0)).max_abs_cos >= welch_bound(n, d)
+
+
+@pytest.mark.parametrize("call,exc,word", [
+    (lambda: welch_bound(1, 3), ValueError, "n"),
+    (lambda: welch_bound(5, 0), ValueError, "d"),
+    (lambda: welch_bound(5.0, 2), TypeError, "n"),
+    (lambda: random_unit_vectors(3, 0), ValueError, "d"),
+    (lambda: pairwise_angle_stats(torch.randn(1, 4)), ValueError, "at least two"),
+    (lambda: pairwise_angle_stats(torch.randn(4)), ValueError, r"\(n, d\)"),
+    (lambda: pairwise_angle_stats(torch.tensor([[1.0, float("nan")], [0.0, 1.0]])), ValueError, "finite"),
+    (lambda: pairwise_angle_stats(torch.tensor([[0.0, 0.0], [0.0, 1.0]])), ValueError, "non-zero"),
+    (lambda: pairwise_angle_stats([[1.0, 0.0], [0.0, 1.0]]), TypeError, "vectors"),
+    (lambda: pairwise_angle_stats(torch.eye(3), chunk_size=0), ValueError, "chunk_size"),
+    (lambda: fit_power_law([1, 2], [1, -1]), ValueError, "positive"),
+])
+def test_bad_inputs_name_the_argument(call, exc, word):
+    with pytest.raises(exc, match=word):
+        call()
+
+
+@pytest.mark.gpu
+def test_angle_stats_on_cuda_equal_the_cpu_ones():
+    v = random_unit_vectors(4000, 1000, seed=0)
+    cpu = pairwise_angle_stats(v)
+    gpu = pairwise_angle_stats(v.to("cuda"))
+    assert gpu.rms_deviation_deg == pytest.approx(cpu.rms_deviation_deg, rel=1e-4)
+    assert gpu.max_deviation_deg == pytest.approx(cpu.max_deviation_deg, rel=1e-3)
+    assert (gpu.hist_counts - cpu.hist_counts).abs().sum().item() <= 1e-4 * cpu.n_pairs
+
+
+# -- the toy model --------------------------------------------------------------------------------
+def test_batched_forward_and_loss_equal_a_loop_over_instances():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(8, 3, 6, generator=gen, dtype=torch.float64)
+    W = torch.randn(3, 2, 6, generator=gen, dtype=torch.float64)
+    b = torch.randn(3, 6, generator=gen, dtype=torch.float64)
+    importance = torch.rand(3, 6, generator=gen, dtype=torch.float64)
+    out = toy_model_forward(x, W, b)
+    loss = importance_weighted_loss(x, out, importance)
+    for i in range(3):
+        expected = torch.nn.functional.relu(torch.nn.functional.linear(x[:, i] @ W[i].T, W[i].T, b[i]))
+        torch.testing.assert_close(out[:, i], expected)
+        manual = sum(sum(importance[i, f] * (x[s, i, f] - expected[s, f]) ** 2 for f in range(6)) for s in range(8)) / 8
+        assert loss[i].item() == pytest.approx(manual.item())
+
+
+def test_generated_features_have_the_requested_sparsity_and_uniform_values():
+    model = ToyModel(2, 50, 5, sparsity=[0.0, 0.9], seed=0)
+    x = model.generate_batch(4000, torch.Generator().manual_seed(0))
+    zero_fraction = (x == 0).double().mean(dim=(0, 2))
+    assert zero_fraction.tolist() == pytest.approx([0.0, 0.9], abs=0.01)
+    present = x[:, 1][x[:, 1] > 0]
+    assert present.max() <= 1 and present.mean().item() == pytest.approx(0.5, abs=0.02)
+
+
+def test_feature_dimensionality_of_known_geometries():
+    angles = torch.arange(5) * 2 * math.pi / 5
+    pentagon = torch.stack([angles.cos(), angles.sin()]).double()  # (hidden=2, feat=5)
+    torch.testing.assert_close(feature_dimensionality(pentagon), torch.full((5,), 0.4, dtype=torch.float64))
+    antipodal = torch.tensor([[1.0, -1.0, 0.0], [0.0, 0.0, 2.0]], dtype=torch.float64)
+    torch.testing.assert_close(feature_dimensionality(antipodal), torch.tensor([0.5, 0.5, 1.0], dtype=torch.float64))
+    dead = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
+    assert feature_dimensionality(dead).tolist() == [1.0, 0.0]
+    W = torch.randn(3, 4, 9, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    norms = W.norm(dim=-2)
+    quartic = norms**4 / (W.transpose(-1, -2) @ W).square().sum(dim=-1)  # ‖W_i‖⁴ / Σ_j (W_i·W_j)²
+    torch.testing.assert_close(feature_dimensionality(W), quartic)
+    torch.testing.assert_close(interference(W).diagonal(dim1=-2, dim2=-1), feature_norms(W) ** 2)
+
+
+def test_trained_sparsity_sweeps_go_from_dropping_features_to_superposition():
+    model, history = train_sweep(20, 5, [0.0, 0.9, 0.99], importance=0.7 ** torch.arange(20.0), steps=1000, seed=0)
+    represented = (feature_norms(model.W.detach()) > 0.5).sum(dim=-1).tolist()
+    assert represented[0] <= 6 and represented[2] >= 10 and represented[0] < represented[1] < represented[2]
+    assert (history[-50:].mean(0) < history[:50].mean(0)).all()
+
+
+def test_five_features_in_two_dimensions_become_a_pentagon():
+    model, _ = train_sweep(5, 2, [0.6, 0.97], steps=1000, seed=0)
+    W = model.W.detach()
+    assert (feature_norms(W[1]) > 0.5).all()
+    angles = torch.atan2(W[1, 1], W[1, 0]).sort().values
+    gaps = torch.rad2deg(torch.diff(torch.cat([angles, angles[:1] + 2 * math.pi])))
+    assert gaps.tolist() == pytest.approx([72.0] * 5, abs=5.0)
+    assert feature_dimensionality(W[1]).tolist() == pytest.approx([0.4] * 5, abs=0.03)
+    assert sorted(feature_dimensionality(W[0]).tolist())[1:] == pytest.approx([0.5] * 4, abs=0.03)  # two antipodal pairs
+
+
+@pytest.mark.parametrize("kwargs,exc,word", [
+    ({"sparsity": 1.0}, ValueError, "sparsity"),
+    ({"sparsity": -0.1}, ValueError, "sparsity"),
+    ({"sparsity": [0.1, 0.2, 0.3]}, ValueError, "sparsity"),
+    ({"importance": float("inf")}, ValueError, "importance"),
+    ({"importance": 0.0}, ValueError, "importance"),
+    ({"n_hidden": 0}, ValueError, "n_hidden"),
+])
+def test_bad_toy_model_arguments_name_the_argument(kwargs, exc, word):
+    args = {"n_instances": 2, "n_features": 5, "n_hidden": 2, **kwargs}
+    with pytest.raises(exc, match=word):
+        ToyModel(**args)
+
+
+def test_bad_toy_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="x must have shape"):
+        ToyModel(2, 5, 2)(torch.rand(4, 2, 6))
+    with pytest.raises(ValueError, match="W must be"):
+        feature_dimensionality(torch.ones(3))
+
+
+# -- sparse autoencoder ---------------------------------------------------------------------------
+def test_sparse_autoencoder_recovers_the_superposed_features():
+    model, _ = train_sweep(20, 5, [0.99], importance=0.7 ** torch.arange(20.0), steps=1000, seed=0)
+    W = model.W.detach()[0]  # (hidden, feat)
+    represented = feature_norms(W) > 0.5
+    sae = SparseAutoencoder(5, 40, seed=0)
+    train_sparse_autoencoder(sae, hidden_activation_sampler(model, 0), steps=1000, batch_size=512, l1=0.1, seed=0)
+    _, found = recovered_features(W.T[represented], sae.directions().detach())
+    assert found.sum().item() >= represented.sum().item() - 1
+    # a random dictionary of the same size does much worse
+    _, found_random = recovered_features(W.T[represented], torch.randn(40, 5, generator=torch.Generator().manual_seed(0)))
+    assert found_random.sum() < found.sum()
+
+
+def test_recovered_features_worked_example_and_bad_input():
+    best, found = recovered_features(torch.eye(2), torch.tensor([[1.0, 0.1]]))
+    assert best.tolist() == pytest.approx([1 / math.sqrt(1.01), 0.1 / math.sqrt(1.01)])
+    assert found.tolist() == [True, False]
+    with pytest.raises(ValueError, match="same width"):
+        recovered_features(torch.eye(2), torch.eye(3))
+    with pytest.raises(ValueError, match="instance"):
+        hidden_activation_sampler(ToyModel(2, 5, 2), 2)
