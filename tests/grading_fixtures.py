@@ -1,13 +1,18 @@
 """Build a folder of submissions, good, broken and hostile, from the welcome notebook.
 
 ``build_folder(root)`` writes ``root/subs`` (the submissions), ``root/source`` (the course notebooks
-the grader reads points from: the real 00 welcome notebook plus a small two-exercise notebook) and
-``root/hidden`` (an instructor test module), and returns ``EXPECTED``-style facts the tests check.
+the grader reads points from: the real 00 welcome notebook plus a small two-exercise notebook),
+``root/hidden`` (an instructor test module) and ``root/canary.txt`` (a file hostile submissions try
+to change), and returns ``EXPECTED``-style facts the tests check.
+
+The hostile submissions that probe the sandbox are written so that a leak shows in their row: each
+defines a correct ``stable_softmax`` only if every attack failed, a wrong one otherwise.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -15,6 +20,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
 from course_utils.lab.release import student_version
+from course_utils.lab.sandbox import cgroups_writable, processes_capped
 
 ROOT = Path(__file__).resolve().parents[1]
 WELCOME = ROOT / "notebooks" / "00_welcome.ipynb"
@@ -80,6 +86,23 @@ FEW_DIMS_DEF = '''def stable_softmax(x):
     return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
 '''
 PAIR_POINTS = {"causal_mask": 1, "stable_softmax": 2}  # graded in this order
+RENAMED_CODE = '''import types
+from course_utils.checks import welcome as _w
+_code = _w.stable_softmax.__code__.replace(co_filename="/tmp/ipykernel_1/1.py", co_name="stable_softmax")
+stable_softmax = types.FunctionType(_code, _w.stable_softmax.__globals__, "stable_softmax")
+'''  # the reference's code under a notebook cell's file name, in a function of the notebook's own
+SECRET_ENV = "COURSE_LAB_TEST_SECRET"  # set in the grader's environment by the tests
+SLEEPER = "course-lab-fixture-sleeper"  # in the command line of every process a fixture leaves running
+# Defines the right answer only if nothing in ``leaks`` happened; the attacks come before it.
+GUARDED = '''
+if leaks:
+    def stable_softmax(x):
+        return x
+else:
+    def stable_softmax(x):
+        shifted = x - x.amax(dim=-1, keepdim=True)
+        return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
+'''
 
 
 def solution() -> nbformat.NotebookNode:
@@ -129,16 +152,136 @@ def pair_notebook(softmax_def: str, mask_def: str = CORRECT_MASK_DEF) -> nbforma
 
 
 def _write(path: Path, nb_or_text) -> None:
+    """Write a notebook, text or bytes; a ``Path`` makes a symbolic link to it, ``None`` a named pipe."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(nb_or_text, (str, bytes)):
+    if isinstance(nb_or_text, Path):
+        path.symlink_to(nb_or_text)
+    elif nb_or_text is None:
+        os.mkfifo(path)
+    elif isinstance(nb_or_text, (str, bytes)):
         path.write_bytes(nb_or_text.encode() if isinstance(nb_or_text, str) else nb_or_text)
     else:
         nbformat.write(nb_or_text, str(path))
 
 
+def _attack(body: str) -> nbformat.NotebookNode:
+    """The solution notebook with its exercise cell replaced by ``body`` (which fills ``leaks``) + ``GUARDED``."""
+    return with_def("leaks = []\n" + body + GUARDED)
+
+
+def reads_secrets(root: Path) -> str:
+    """Try to read the hidden tests, other submissions, the grader's job files, output and environment."""
+    return f'''import glob, os
+for path in [{str(root / "hidden" / "test_extra.py")!r}, {str(root / "subs" / "alice" / NAME)!r},
+             {str(root / "out")!r}, {str(root / "canary.txt")!r}, {str(ROOT / "tests" / "grading_fixtures.py")!r}]:
+    try:
+        leaks.append(open(path).read()[:10] if os.path.isfile(path) else os.listdir(path))
+    except OSError:
+        pass
+leaks += glob.glob({str(root / "out" / ".course-lab-run-*")!r}) + glob.glob("/tmp/*/job*.json")
+for environ in glob.glob("/proc/*/environ"):
+    try:
+        if {SECRET_ENV!r} in open(environ).read():
+            leaks.append(environ)
+    except OSError:
+        pass
+if {SECRET_ENV!r} in os.environ:
+    leaks.append("env")
+'''
+
+
+def writes_outside(root: Path) -> str:
+    """Try to change the installed package, add a .pth file, change the canary and forge the gradebook."""
+    return f'''import os, site, sys, course_utils, course_utils.checks.welcome as welcome
+targets = [course_utils.__file__, welcome.__file__, {str(root / "canary.txt")!r}, {str(root / "out" / "grades.csv")!r}]
+targets += [os.path.join(p, "zz_full_marks.pth") for p in site.getsitepackages() + [sys.prefix]]
+for path in targets:
+    try:
+        with open(path, "a") as handle:
+            handle.write("\\nimport sys  # full marks\\n")
+        leaks.append(path)
+    except OSError:
+        pass
+'''
+
+
+def signals_grader(root: Path) -> str:
+    """SIGKILL every process it can see (the grader's included, if it could see them), and the parent."""
+    return '''import os, signal
+for name in os.listdir("/proc"):
+    if name.isdigit() and int(name) not in (os.getpid(), 1):
+        try:
+            os.kill(int(name), signal.SIGKILL)
+        except OSError:
+            pass
+for pid in (os.getppid(), -1):  # -1: every process this one may signal
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+seen = [n for n in os.listdir("/proc") if n.isdigit()]
+if len(seen) > 3:  # the kernel, bubblewrap's init, perhaps a thread-less helper: nothing of the grader
+    leaks.append(seen)
+'''
+
+
+def detaches(root: Path) -> str:
+    """Start a process in its own session that would rewrite the gradebook after the grader exits."""
+    out = str(root / "out" / "grades.csv")
+    return f'''import subprocess, sys
+code = "import sys, time; time.sleep(4); open({out!r}, 'w').write('FORGED-BY-A-DETACHED-PROCESS')"
+subprocess.Popen([sys.executable, "-c", code, {SLEEPER!r}], start_new_session=True,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+'''
+
+
+def forks_memory(root: Path) -> str:
+    """Four children of 700 MiB each (2.8 GiB): more than the submission's whole 2 GiB cgroup allows."""
+    return '''import os, time
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            with open("/proc/self/oom_score_adj", "w") as handle:
+                handle.write("1000")  # the out-of-memory killer takes the children, not the kernel
+            block = bytearray(700 << 20)
+            time.sleep(1)
+            code = 0
+        finally:
+            os._exit(code)
+    children.append(pid)
+statuses = [os.waitpid(pid, 0)[1] for pid in children]
+if all(status == 0 for status in statuses):
+    leaks.append("all four children held 700 MiB at once")
+'''
+
+
+def fork_bomb(root: Path) -> str:
+    """Fork up to 500 sleeping processes (capped here: a failing sandbox cannot take the machine down)."""
+    return '''import os, time
+children = []
+for _ in range(500):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(2)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+if len(children) >= 500:
+    leaks.append(len(children))
+'''
+
+
 ODD_A = 'Zoë O\'Brien, "Jr"'
 ODD_B = "Zoë O Brien  Jr"
 FORMULA = "=HYPERLINK(1)"
+FORGED_NAME = "mallory\x1b[31m\n# Feedback for alice"  # a folder name with a terminal escape and a line break
 
 
 def build_folder(root: Path) -> dict[str, dict]:
@@ -173,12 +316,14 @@ def build_folder(root: Path) -> dict[str, dict]:
         "sigkill/00_welcome.ipynb": (with_cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"), died, "died", ""),
         "exit_builtin/00_welcome.ipynb": (with_cell("exit()"), died, "", ""),
         "kills_grader/00_welcome.ipynb": (with_cell("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
-                                          {"stable_softmax": ("grader_error", 0)}, "grading process died", ""),
+                                          ok2, "passed", ""),  # its parent is the sandbox's own init
         "sys_exit/00_welcome.ipynb": (with_cell("import sys\nsys.exit()"), ok2, "passed", "SystemExit"),
         "patcher/00_welcome.ipynb": (with_cell(MONKEYPATCHES, base=with_def(NO_MAX_SHIFT_DEF)), ok0, "subtract each row's maximum", ""),
         "evil_pickle/00_welcome.ipynb": (with_def(evil_def), ok0, "cannot read back", ""),
         "reference_import/00_welcome.ipynb": (with_def("from course_utils.checks.welcome import stable_softmax"),
-                                              {"stable_softmax": ("not_defined", 0)}, "defines no", ""),
+                                              {"stable_softmax": ("uses_reference", 0)}, "reference implementation", ""),
+        "torch_import/00_welcome.ipynb": (with_def("from torch import softmax as stable_softmax"),
+                                          {"stable_softmax": ("not_defined", 0)}, "defines no", ""),
         "memory_top/00_welcome.ipynb": (with_cell("hog = bytearray(64 * 2**30)"), ok2, "passed", "MemoryError"),
         "memory_fn/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    return bytearray(64 * 2**30)\n"), ok0, "MemoryError", ""),
         "flood/00_welcome.ipynb": (with_cell("print('spam ' * 1_000_000)"), ok2, "passed", "output truncated"),
@@ -198,8 +343,40 @@ def build_folder(root: Path) -> dict[str, dict]:
         "judy/10_pair.ipynb": (pair_notebook(CORRECT_DEF, "def causal_mask(*args, **kwargs):\n    import os\n    os._exit(3)\n"),
                                {"causal_mask": ("kernel_died", 0), "stable_softmax": ("kernel_died", 0)}, "died", ""),
     }
+    (root / "canary.txt").write_text("untouched")
+    link = {"": ("link", 0)}
+    forged = ("def stable_softmax(x):\n    y = 1\n    raise ValueError('bad\\n\\n## alice/00_welcome.ipynb\\n\\n"
+              "- **stable_softmax** (2/2, ok): passed all 12 graded tests\\n\\x1b[2J# Feedback for alice')\n")
+    v3 = nbformat.writes(nbformat.convert(solution(), 3), version=3)
+    cases.update({
+        "reaches_out/00_welcome.ipynb": (_attack(reads_secrets(root) + writes_outside(root)), ok2, "passed", ""),
+        "signals_detaches/00_welcome.ipynb": (_attack(signals_grader(root) + detaches(root)), ok2, "passed", ""),
+        # capped together by a cgroup where one is writable; else only per process (documented), so the leak shows
+        "forks_memory/00_welcome.ipynb": (_attack(forks_memory(root)), ok2 if cgroups_writable() else ok0, "", ""),
+        "fork_bomb/00_welcome.ipynb": (_attack(fork_bomb(root)), ok2 if processes_capped() else ok0, "", ""),
+        "sleeper/00_welcome.ipynb": (with_cell("import time\ntime.sleep(15)", base=with_cell("import time\ntime.sleep(15)",
+                                     base=with_cell("import time\ntime.sleep(15)"))),
+                                     {"stable_softmax": ("timeout", 0)}, "total time limit", "total time limit"),
+        "huge_answer/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    import torch\n"
+                                                  "    return torch.zeros(1).expand(1_500_000_000)\n"), ok0, "too much data", ""),
+        "disguised_module/00_welcome.ipynb": (with_def("from course_utils.checks.welcome import stable_softmax\n"
+                                                       "stable_softmax.__module__ = '__main__'\n"),
+                                              {"stable_softmax": ("uses_reference", 0)}, "reference implementation", ""),
+        "renamed_code/00_welcome.ipynb": (with_def(RENAMED_CODE), {"stable_softmax": ("uses_reference", 0)},
+                                          "reference implementation", ""),
+        "forged_feedback/00_welcome.ipynb": (with_def(forged), ok0, "line 3", ""),
+        FORGED_NAME + ".ipynb": ("{not json", row, "invalid JSON", ""),
+        ".dotted/00_welcome.ipynb": (solution(), ok2, "passed", ""),
+        ".dotfile.ipynb": ("", row, "empty file", ""),
+        "linker/00_welcome.ipynb": (Path("../alice/00_welcome.ipynb"), link, "another student's file", ""),
+        "outsider/00_welcome.ipynb": (root / "source" / NAME, link, "outside the submissions folder", ""),
+        "dirlink": (root / "source", link, "outside the submissions folder", ""),
+        "pipe/00_welcome.ipynb": (None, {"stable_softmax": ("unreadable", 0)}, "not a regular file", ""),
+        "v3/00_welcome.ipynb": (v3, ok2, "passed", ""),
+    })
     expected = {}
     for rel, (content, rows, fragment, note) in cases.items():
         _write(subs / rel, content)
         expected[rel] = {"rows": rows, "feedback": fragment, "note": note}
+    _write(subs / ".ipynb_checkpoints" / "00_welcome-checkpoint.ipynb", "{}")  # skipped, with a warning
     return expected

@@ -1,44 +1,117 @@
 """`course-lab grade`, end to end: every good, broken and hostile submission in the fixture folder
-(tests/grading_fixtures.py) gets its row with the stated status and points, the grader never runs
-student code in its own process, and the gradebook files are complete and safe to open."""
+(tests/grading_fixtures.py) gets its row with the stated status and points in one sandboxed run
+with ``--jobs 2``; nothing outside the submissions changed (checksums of the package, the
+submissions, the output folder after the grader exits, a canary file), no process of theirs is left
+afterwards, the grader never runs student code in its own process, and the gradebook files are
+complete and safe to open. Then: a grader killed half-way resumes from its journal, and without
+bubblewrap the grader refuses unless ``--no-sandbox``."""
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+import os
+import resource
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import psutil
 
 import nbformat
 import pytest
 import torch
 
-from course_utils.lab.gradebook import csv_rows, feedback_names, write_gradebook
-from course_utils.lab.grade import ExerciseResult, SubmissionResult
+import course_utils
+from course_utils.lab.gradebook import csv_rows, feedback_names, feedback_text, one_line, write_gradebook
+from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_code
 from course_utils.lab.hidden import load_hidden_tests
-from course_utils.lab.probe import NotDefined, StudentRaised, decode_reply, probe_code, snapshot_code
+from course_utils.lab.probe import (MAX_VALUE_BYTES, NotDefined, StudentRaised, check_size, decode_reply, probe_code,
+                                    snapshot_code)
+from course_utils.lab.sandbox import CGROUP_ROOT, isolation_problem
 from course_utils.lab.submissions import course_catalog, find_submissions, identify, read_submission, Submission
-from grading_fixtures import FORMULA, ODD_A, ODD_B, WELCOME, build_folder, solution
+from grading_fixtures import (FORGED_NAME, FORMULA, ODD_A, ODD_B, SECRET_ENV, SLEEPER, WELCOME, build_folder,
+                              solution, with_cell)
 
-CELL_TIMEOUT, PROBE_TIMEOUT = 15, 5  # generous: the machine may be shared and slow
+CELL_TIMEOUT, PROBE_TIMEOUT, TOTAL_TIMEOUT = 20, 5, 40  # generous: the machine may be shared and slow
+ISOLATION_PROBLEM = isolation_problem()
+needs_bwrap = pytest.mark.skipif(ISOLATION_PROBLEM is not None, reason=f"no sandbox here: {ISOLATION_PROBLEM}")
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "course_utils.lab.cli", *args], capture_output=True, text=True)
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "course_utils.lab.cli", *args], capture_output=True, text=True,
+                          env=dict(env or os.environ, COURSE_LAB_RUN=RUN))
+
+
+def _tree_digest(folder: Path) -> dict[str, str]:
+    """{relative path: sha256 or link target} of every entry below ``folder`` (no link is followed)."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = path.relative_to(folder).as_posix()
+            if "__pycache__" in rel:
+                continue
+            if path.is_symlink():
+                found[rel] = "-> " + os.readlink(path)
+            elif path.is_file():
+                found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            elif not path.is_dir():
+                found[rel] = "special"
+    return found
+
+
+RUN = f"test-grade-{os.getpid()}"  # COURSE_LAB_RUN: labels this file's graders, workers and sandboxes
+
+
+def _leftovers(cgroups: bool = True) -> list[str]:
+    """This file's processes still running (fixtures, workers, sandboxes), and cgroups whose grader is
+    gone (all of them, or with ``cgroups=False`` only those that still hold a process)."""
+    left = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            line = " ".join(proc.info["cmdline"] or [])
+            if SLEEPER in line or proc.environ().get("COURSE_LAB_RUN") == RUN:
+                left.append(line[:200])
+        except psutil.Error:
+            continue
+    for controller in ("memory", "pids"):
+        for group in (CGROUP_ROOT / controller).glob("course-lab-*"):
+            owner = group.name.split("-")[2]
+            if not (Path("/proc") / owner).exists() and (cgroups or (group / "cgroup.procs").read_text().strip()):
+                left.append(str(group))
+    return left
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    if ISOLATION_PROBLEM is not None:
+        pytest.skip(f"no sandbox here: {ISOLATION_PROBLEM}")
     root = tmp_path_factory.mktemp("grading")
     expected = build_folder(root)
     out = root / "out" / "grades.csv"
+    package = Path(course_utils.__file__).resolve().parent
+    before = {"package": _tree_digest(package), "subs": _tree_digest(root / "subs"),
+              "canary": (root / "canary.txt").read_text()}
     proc = _cli("grade", str(root / "subs"), "--out", str(out), "--source", str(root / "source"),
                 "--hidden-tests", str(root / "hidden"), "--jobs", "2", "--timeout", str(CELL_TIMEOUT),
-                "--probe-timeout", str(PROBE_TIMEOUT), "--memory-mb", "2048")
+                "--probe-timeout", str(PROBE_TIMEOUT), "--total-timeout", str(TOTAL_TIMEOUT), "--memory-mb", "2048",
+                env=dict(os.environ, **{SECRET_ENV: "the grader's secret"}))
+    output = _tree_digest(out.parent)
+    time.sleep(5)  # a detached process would rewrite the gradebook about 4 s after its kernel started
+    after = {"package": _tree_digest(package), "subs": _tree_digest(root / "subs"),
+             "canary": (root / "canary.txt").read_text(), "output": _tree_digest(out.parent)}
     rows = list(csv.DictReader(out.open(encoding="utf-8"))) if out.exists() else []
-    return {"root": root, "expected": expected, "proc": proc, "rows": rows, "out": out}
+    return {"root": root, "expected": expected, "proc": proc, "rows": rows, "out": out, "before": before,
+            "after": after, "output": output, "leftovers": _leftovers()}
+
+
+def _key(rel: str) -> str:
+    return one_line(rel)
 
 
 @pytest.mark.slow
@@ -54,7 +127,7 @@ def test_the_grader_finishes_and_prints_a_summary(graded):
 @pytest.mark.slow
 def test_every_submission_has_its_rows(graded):
     graded_rows = [r for r in graded["rows"] if r["exercise"] != "TOTAL"]
-    assert {r["submission"].lstrip("'") for r in graded_rows} == set(graded["expected"])
+    assert {r["submission"].lstrip("'") for r in graded_rows} == {_key(rel) for rel in graded["expected"]}
     assert len(graded_rows) == sum(len(e["rows"]) for e in graded["expected"].values())
 
 
@@ -64,7 +137,7 @@ def test_each_fixture_gets_its_status_points_and_feedback(graded):
     wrong = []
     for rel, facts in graded["expected"].items():
         for number, (exercise, (status, points)) in enumerate(facts["rows"].items()):
-            row = by_key.get((rel, exercise))
+            row = by_key.get((_key(rel), exercise))
             if row is None:
                 wrong.append(f"{rel} {exercise}: no row")
                 continue
@@ -83,7 +156,7 @@ def test_cell_problems_are_reported_in_the_feedback_files(graded):
     for rel, facts in graded["expected"].items():
         if not facts["note"]:
             continue
-        name = next(r["feedback_file"] for r in rows if r["submission"].lstrip("'") == rel)
+        name = next(r["feedback_file"] for r in rows if r["submission"].lstrip("'") == _key(rel))
         if facts["note"] not in (folder / name).read_text(encoding="utf-8"):
             wrong.append(f"{rel}: {name} lacks {facts['note']!r}")
     assert not wrong, "\n".join(wrong)
@@ -97,6 +170,45 @@ def test_a_hostile_answer_runs_no_code_in_the_grader(graded):
 
 
 @pytest.mark.slow
+def test_nothing_outside_the_submissions_changed(graded):
+    before, after = graded["before"], graded["after"]
+    assert after["package"] == before["package"]  # no line appended, no .pth file dropped in
+    assert after["subs"] == before["subs"]
+    assert after["canary"] == "untouched"
+    assert after["output"] == graded["output"]  # nothing rewrote the gradebook after the grader exited
+    assert "FORGED" not in graded["out"].read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_no_process_or_cgroup_is_left_behind(graded):
+    assert graded["leftovers"] == []
+
+
+@pytest.mark.slow
+def test_student_text_cannot_forge_lines_or_sections(graded):
+    raw = graded["out"].read_bytes()
+    assert b"\x1b" not in raw and raw.count(b"\r") == raw.count(b"\r\n") == raw.count(b"\n")  # no break inside a cell
+    assert all(len(r) == 9 for r in csv.reader(io.StringIO(raw.decode())))
+    folder = graded["out"].with_name("grades_feedback")
+    for path in folder.glob("*.md"):
+        text = path.read_text(encoding="utf-8")
+        assert "\x1b" not in text
+        headings = [line for line in text.splitlines() if line.startswith("#")]
+        assert len([h for h in headings if h.startswith("# ")]) == 1, path.name
+        assert not any(line.startswith("# Feedback for alice") for line in headings[1:]), path.name
+    forged = next(r for r in graded["rows"] if r["submission"] == "forged_feedback/00_welcome.ipynb")
+    text = (folder / forged["feedback_file"]).read_text(encoding="utf-8")
+    assert [line for line in text.splitlines() if line.startswith("## ")] == ["## forged_feedback/00_welcome.ipynb"]
+    assert one_line(FORGED_NAME) in {r["student"] for r in graded["rows"]}
+
+
+@pytest.mark.slow
+def test_skipped_entries_are_named_in_the_summary(graded):
+    assert "warning: skipped .ipynb_checkpoints (editor or OS leftovers)" in graded["proc"].stdout
+    assert "NOT ISOLATED" not in graded["proc"].stdout
+
+
+@pytest.mark.slow
 def test_odd_and_duplicate_names_are_all_kept(graded):
     totals = {r["student"]: r for r in graded["rows"] if r["exercise"] == "TOTAL"}
     assert totals["alice"]["points"] == "4" and totals["alice"]["max_points"] == "4"  # both alice submissions
@@ -107,7 +219,7 @@ def test_odd_and_duplicate_names_are_all_kept(graded):
     assert len(list(folder.glob("*.md"))) == len(totals)
     assert "'" + FORMULA in totals  # a spreadsheet will not run it as a formula
     leftovers = sorted(p.name for p in graded["out"].parent.iterdir())
-    assert leftovers == ["grades.csv", "grades_feedback"]  # no temporary files left behind
+    assert leftovers == ["grades.csv", "grades_feedback"]  # no temporary files, job folder or journal left behind
 
 
 # ---- pieces, without a kernel ----------------------------------------------------------------
@@ -137,7 +249,7 @@ def test_decode_refuses_code_carrying_answers(tmp_path):
 
 def test_probe_code_calls_only_the_students_own_object():
     code = probe_code("stable_softmax", (torch.zeros(2),), {})
-    assert "course_utils" not in code and "_course_lab_saved" in code
+    assert "import course_utils" not in code and "from course_utils" not in code and "_course_lab_saved" in code
     namespace: dict = {"__name__": "__main__"}
     exec(compile("def stable_softmax(x):\n    return x + 1\n", "<cell>", "exec"), namespace)
     exec(snapshot_code(["stable_softmax"], overwrite=True), namespace)
@@ -206,3 +318,146 @@ def test_cli_rejects_a_missing_folder(tmp_path):
     proc = _cli("grade", str(tmp_path / "nope"), "--out", str(tmp_path / "g.csv"))
     assert proc.returncode == 2 and "no such folder" in proc.stderr
     assert not (tmp_path / "g.csv").exists()
+
+
+# ---- a grader killed half-way, and a machine without bubblewrap -------------------------------
+
+def _small_folder(root: Path, slow: bool) -> Path:
+    subs = root / "subs"
+    for name in ("ann",) if slow else ("ann", "ben"):
+        (subs / name).mkdir(parents=True)
+        nbformat.write(solution(), str(subs / name / "00_welcome.ipynb"))
+    if slow:
+        (subs / "zoe").mkdir()
+        nbformat.write(with_cell("import time\ntime.sleep(8)"), str(subs / "zoe" / "00_welcome.ipynb"))
+    return subs
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_killed_grader_resumes_from_its_journal(tmp_path):
+    subs, out = _small_folder(tmp_path, slow=True), tmp_path / "out" / "grades.csv"
+    journal = out.with_name(".grades.csv.journal")
+    args = [sys.executable, "-m", "course_utils.lab.cli", "grade", str(subs), "--out", str(out), "--jobs", "1",
+            "--source", str(WELCOME.parent), "--quiet", "--timeout", str(CELL_TIMEOUT), "--probe-timeout", str(PROBE_TIMEOUT)]
+    grader = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=dict(os.environ, COURSE_LAB_RUN=RUN))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and grader.poll() is None:
+        if journal.exists() and journal.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.2)
+    assert grader.poll() is None, "the grader finished before it could be killed"
+    grader.send_signal(signal.SIGKILL)  # while it grades zoe, the second submission
+    grader.wait()
+    time.sleep(1)
+    assert _leftovers(cgroups=False) == []  # its workers and zoe's kernel died with it (empty cgroups may stay)
+    assert not out.exists()
+    proc = _cli(*args[3:])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "resumed: 1 result(s)" in proc.stdout
+    rows = {r["submission"]: r for r in csv.DictReader(out.open(encoding="utf-8")) if r["exercise"] != "TOTAL"}
+    assert {k: (v["status"], v["points"]) for k, v in rows.items()} == {
+        "ann/00_welcome.ipynb": ("ok", "2"), "zoe/00_welcome.ipynb": ("ok", "2")}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["grades.csv", "grades_feedback"]  # journal gone
+    assert _leftovers() == []  # the rerun removed the killed run's cgroups
+
+
+@pytest.mark.slow
+def test_without_bwrap_the_grader_refuses_unless_told(tmp_path):
+    subs, out = _small_folder(tmp_path, slow=False), tmp_path / "grades.csv"
+    (subs / "ben" / "00_welcome.ipynb").unlink()
+    (subs / "ben").rmdir()
+    env = dict(os.environ, PATH=str(tmp_path / "empty"))  # no bwrap on this PATH
+    proc = _cli("grade", str(subs), "--out", str(out), "--source", str(WELCOME.parent), "--quiet", env=env)
+    assert proc.returncode == 2 and "bwrap not found" in proc.stderr and "--no-sandbox" in proc.stderr
+    assert not out.exists()
+    proc = _cli("grade", str(subs), "--out", str(out), "--source", str(WELCOME.parent), "--quiet", "--no-sandbox", env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "warning: NOT ISOLATED" in proc.stdout
+    assert "ann/00_welcome.ipynb,00_welcome.ipynb,stable_softmax,2,2,ok" in out.read_text()
+
+
+# ---- more pieces, without a kernel ------------------------------------------------------------
+
+def test_an_expanded_tensor_is_refused_before_it_is_materialised():
+    import base64
+
+    huge = torch.zeros(1).expand(1_500_000_000)  # 4 bytes of storage, 6 GB once converted
+    buffer = io.BytesIO()
+    torch.save(huge, buffer)
+    assert len(buffer.getvalue()) < 10_000
+    envelope = json.dumps({"kind": "value", "data": base64.b64encode(buffer.getvalue()).decode()})
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(StudentRaised, match="too large"):
+        decode_reply("ok", repr(envelope))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 200_000  # KiB: no GB allocated
+    with pytest.raises(StudentRaised, match="too large"):
+        check_size([torch.zeros(2), {"a": torch.zeros(MAX_VALUE_BYTES // 4)}])
+    assert check_size({"a": torch.zeros(4, dtype=torch.float64)}) == MAX_VALUE_BYTES - 32
+
+
+def test_the_kernel_side_sends_compact_copies_and_the_line_of_an_error():
+    namespace: dict = {"__name__": "__main__"}
+    source = "import torch\ndef f(x):\n    y = x + 1\n    raise ValueError('no')\ndef g(x):\n    return torch.zeros(10**6)[:3]\n"
+    exec(compile(source, "/tmp/ipykernel_1/123.py", "exec"), namespace)
+    exec(snapshot_code(["f", "g"], overwrite=True), namespace)
+    exec(probe_code("f", (1,), {}), namespace)
+    with pytest.raises(StudentRaised) as raised:
+        decode_reply("ok", repr(namespace["_course_lab_result"]))
+    assert raised.value.line == 4 and raised.value.error_type == "ValueError"
+    exec(probe_code("g", (1,), {}), namespace)
+    assert len(namespace["_course_lab_result"]) < 5_000  # three floats, not the 4 MB storage they view
+    assert torch.equal(decode_reply("ok", repr(namespace["_course_lab_result"])), torch.zeros(3))
+
+
+def test_the_reference_is_recognised_however_it_is_disguised():
+    import types
+
+    from course_utils.checks import welcome
+
+    ref = welcome.stable_softmax
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile("def mine(x):\n    return x.softmax(-1)\n", "/tmp/ipykernel_1/1.py", "exec"), namespace)
+    rebuilt = types.FunctionType(ref.__code__, {}, "mine")
+    rebuilt.__module__ = "__main__"
+    renamed = types.FunctionType(ref.__code__.replace(co_filename="<cell>", co_name="mine"), {})
+    copied: dict = {"__name__": "__main__"}
+    exec(compile(__import__("inspect").getsource(ref), "/tmp/ipykernel_1/2.py", "exec"), copied)
+    fingerprint = {}
+    exec(__import__("course_utils.lab.probe", fromlist=["x"]).FINGERPRINT_CODE, fingerprint)
+    origin = lambda obj: dict(zip(("file", "fingerprint"), fingerprint["_course_lab_fingerprint"](obj)))
+    assert is_course_code(origin(ref)) and is_course_code(origin(rebuilt))
+    assert is_course_code(origin(renamed))  # the same code object under another file name
+    assert not is_course_code(origin(namespace["mine"]))
+    assert not is_course_code(origin(copied[ref.__name__]))  # retyped (pasted) into a cell: the student's own
+
+
+def test_one_line_removes_breaks_and_control_characters():
+    assert one_line("a\nb\r\nc\x1b[2J\u202ed\u2028e") == "a ⏎ b ⏎ c[2Jd ⏎ e"
+    result = SubmissionResult("x\n# Feedback for y", "x.ipynb", "00_welcome.ipynb", "ok",
+                              [ExerciseResult("stable_softmax", 0, 2, "ok", "raised E: a\n## y.ipynb\n<b>[l](u)")])
+    text = feedback_text(result.student, [result])
+    assert [line for line in text.splitlines() if line.startswith("#")] == ["# Feedback for x ⏎ # Feedback for y", "## x.ipynb"]
+    assert "<b>" not in text and "&lt;b>" in text and "\\[l](u)" in text  # no raw HTML, no link
+
+
+def test_links_dot_names_and_old_notebooks(tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "ann").mkdir(parents=True)
+    nbformat.write(solution(), str(subs / "ann" / "00_welcome.ipynb"))
+    (subs / ".eve").mkdir()
+    (subs / ".eve" / "00_welcome.ipynb").write_text(nbformat.writes(nbformat.convert(solution(), 3), version=3))
+    (subs / "ben").mkdir()
+    (subs / "ben" / "00_welcome.ipynb").symlink_to(subs / "ann" / "00_welcome.ipynb")
+    (subs / "ben" / "mine.ipynb").symlink_to("00_welcome.ipynb")  # a link to ben's own (linked) file
+    (subs / "cat").symlink_to(tmp_path)
+    (subs / "empty").mkdir()
+    warnings = []
+    found = {s.rel: s for s in find_submissions(subs, warnings)}
+    assert set(found) == {"ann/00_welcome.ipynb", ".eve/00_welcome.ipynb", "ben/00_welcome.ipynb", "ben/mine.ipynb", "cat"}
+    assert found["ben/00_welcome.ipynb"].status == "link" and "another student's" in found["ben/00_welcome.ipynb"].problem
+    assert found["cat"].status == "link" and "outside" in found["cat"].problem
+    assert warnings == ["skipped empty/ (an empty folder: no submission)"]
+    nb, problem = read_submission(found[".eve/00_welcome.ipynb"].path)
+    assert problem == "" and nb.nbformat == 4 and any("def stable_softmax" in c.source for c in nb.cells)

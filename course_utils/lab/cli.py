@@ -1,7 +1,9 @@
 """The ``course-lab`` command.
 
 ``course-lab release --out DIR`` writes the student version; ``course-lab grade SUBMISSIONS/ --out
-grades.csv`` grades a folder of submissions into a gradebook; ``course-lab export --to nbgrader|otter
+grades.csv`` grades a folder of submissions into a gradebook (each in a bubblewrap sandbox; it
+refuses without ``bwrap`` unless ``--no-sandbox``; a rerun after a crash resumes from the journal
+``.grades.csv.journal`` beside the CSV); ``course-lab export --to nbgrader|otter
 --out DIR`` writes the notebooks for nbgrader or otter-grader.
 """
 
@@ -31,23 +33,33 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 def _cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.lab.folder import grade_folder
-    from course_utils.lab.gradebook import summary_line, write_gradebook
+    from course_utils.lab.gradebook import summary_lines, write_gradebook
     from course_utils.lab.kernel import Limits
+    from course_utils.lab.sandbox import isolation_problem
     from course_utils.lab.submissions import default_source
 
+    problem = isolation_problem()
+    if problem and not args.no_sandbox:
+        print(f"course-lab grade: error: cannot isolate student code: {problem}. Install bubblewrap, or pass "
+              "--no-sandbox to grade without isolation (only for code you trust).", file=sys.stderr)
+        return 2
     limits = Limits(cell_timeout=args.timeout, probe_timeout=args.probe_timeout, memory_mb=args.memory_mb,
-                    threads=args.threads)
+                    threads=args.threads, total_timeout=args.total_timeout, processes=args.max_processes,
+                    sandbox=not args.no_sandbox)
+    out = Path(args.out)
+    journal = out.with_name(f".{out.name}.journal")
     start = time.monotonic()
     try:
         seeds = [int(s) for s in args.hidden_seeds.split(",") if s.strip()]
-        results = grade_folder(Path(args.submissions), Path(args.source) if args.source else default_source(), limits,
-                               seeds, Path(args.hidden_tests) if args.hidden_tests else None, args.jobs,
-                               progress=not args.quiet)
+        run = grade_folder(Path(args.submissions), Path(args.source) if args.source else default_source(), limits,
+                           seeds, Path(args.hidden_tests) if args.hidden_tests else None, args.jobs,
+                           progress=not args.quiet, journal=journal)
     except ValueError as exc:
         print(f"course-lab grade: error: {exc}", file=sys.stderr)
         return 2
-    feedback = write_gradebook(results, Path(args.out))
-    print(summary_line(results, time.monotonic() - start))
+    feedback = write_gradebook(run.results, out)
+    journal.unlink(missing_ok=True)  # every result is in the gradebook now
+    print("\n".join(summary_lines(run, time.monotonic() - start)))
     print(f"wrote {args.out} and {len(list(feedback.glob('*.md')))} feedback file(s) in {feedback}")
     return 0
 
@@ -79,7 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     grd.add_argument("--source", help="the course's solution notebooks (points, names); default: the course's notebooks/")
     grd.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook cell (default 120)")
     grd.add_argument("--probe-timeout", type=float, default=20.0, help="seconds per call of a student's function (default 20)")
-    grd.add_argument("--memory-mb", type=int, default=4096, help="address-space limit of each kernel in MiB (default 4096)")
+    grd.add_argument("--memory-mb", type=int, default=4096,
+                     help="memory of each submission, all its processes together, in MiB (default 4096)")
+    grd.add_argument("--total-timeout", type=float, default=0.0,
+                     help="seconds for a whole submission, cells and graded calls (default 10 x --timeout)")
+    grd.add_argument("--max-processes", type=int, default=64,
+                     help="processes and threads of each submission together (default 64)")
+    grd.add_argument("--no-sandbox", action="store_true",
+                     help="run student code without the bubblewrap sandbox, as your own user (trusted code only)")
     grd.add_argument("--threads", type=int, default=1, help="torch/BLAS threads per kernel (default 1)")
     grd.add_argument("--hidden-seeds", default="1,2", help="seeds of the hidden cases, comma-separated (default 1,2)")
     grd.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -6,8 +6,14 @@ then any instructor tests from ``--hidden-tests``. Each case calls the student's
 kernel through a ``StudentProxy``; the expected value and the verdict are computed in this process
 with ``Exercise.judge``. An exercise scores its full points when every graded test passes, else 0.
 
+Before the cases, the grader asks where the student's object comes from (``StudentProxy.origin``):
+an object whose code lies in the course's package, or whose code object is a course function's
+(same byte code, names and first line, however its ``__module__``, name or file are disguised), is
+the course's reference: status ``uses_reference``, 0 points. An object imported from elsewhere is
+``not_defined``. (Code retyped or pasted into a cell is the student's own code here.)
+
 Statuses per exercise: ``ok`` (graded: pass, fail or not attempted; see the feedback),
-``not_defined``, ``timeout``, ``kernel_died``, ``probe_failed``.
+``not_defined``, ``uses_reference``, ``timeout``, ``kernel_died``, ``probe_failed``.
 
 Leaves out: finding submissions and writing the gradebook (``folder.py``, ``gradebook.py``).
 """
@@ -15,8 +21,10 @@ Leaves out: finding submissions and writing the gradebook (``folder.py``, ``grad
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import pickle
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -27,7 +35,7 @@ from course_utils.checks import check_modules
 from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
 from course_utils.lab.hidden import HiddenTests
 from course_utils.lab.kernel import CellProblem, KernelDied, Limits, ProbeTimeout, SubmissionKernel
-from course_utils.lab.probe import NotDefined, ProbeFailed, StudentProxy, StudentRaised
+from course_utils.lab.probe import FINGERPRINT_CODE, NotDefined, ProbeFailed, StudentProxy, StudentRaised
 
 
 @dataclass
@@ -68,6 +76,41 @@ def exercise_files() -> dict[str, str]:
     return files
 
 
+@functools.lru_cache(maxsize=1)
+def course_fingerprints() -> frozenset[str]:
+    """Fingerprints (``probe.FINGERPRINT_CODE``) of every function and class the course package defines."""
+    namespace: dict = {}
+    exec(FINGERPRINT_CODE, namespace)
+    fingerprint = namespace["_course_lab_fingerprint"]
+    exercise_files()  # imports every checks module, and with them the reference code
+    found = set()
+    for module_name, module in list(sys.modules.items()):
+        if module_name != "course_utils" and not module_name.startswith("course_utils."):
+            continue
+        for value in list(vars(module).values()):
+            if callable(value) and getattr(value, "__module__", None) == module_name:
+                found.add(fingerprint(value)[1])
+    from course_utils.checks import all_exercises
+
+    found.update(fingerprint(ex.reference)[1] for ex in all_exercises().values())
+    found.discard(None)
+    return frozenset(found)
+
+
+def is_course_code(origin: dict) -> bool:
+    """Whether the student's object is the course's own code: ``{'file': '.../course_utils/softmax.py'}`` -> True."""
+    import course_utils
+
+    package = str(Path(course_utils.__file__).resolve().parent)
+    where = origin.get("file") or ""
+    inside = where.startswith(package + "/") or "course_utils" in Path(where).parts
+    return inside or origin.get("fingerprint") in course_fingerprints()
+
+
+def _raised(exc: StudentRaised) -> Outcome:
+    return Outcome(error_type=exc.error_type, error_message=exc.message, error_line=exc.line, error_function=exc.function)
+
+
 def _outcome(exercise: Exercise, proxy: StudentProxy, case) -> Outcome:
     try:
         if exercise.wants_class:
@@ -79,7 +122,7 @@ def _outcome(exercise: Exercise, proxy: StudentProxy, case) -> Outcome:
                 raise
             return Outcome(value=proxy.run_remote(case))  # inputs only the exercise's own run can build
     except StudentRaised as exc:
-        return Outcome(error_type=exc.error_type, error_message=exc.message)
+        return _raised(exc)
 
 
 def _judge(exercise: Exercise, case, outcome: Outcome) -> tuple[str, str]:
@@ -99,6 +142,17 @@ def grade_exercise(name: str, max_points: float, exercise: Exercise, make_proxy:
     fn_name = exercise.expected_name
     tested = 0
     try:
+        try:
+            origin = make_proxy(fn_name, None).origin()
+        except ProbeTimeout as exc:
+            return ExerciseResult(name, 0, max_points, "timeout", f"`{fn_name}` {exc}")
+        except StudentRaised as exc:
+            raise ProbeFailed(f"the grader could not inspect `{fn_name}` ({exc.error_type})") from None
+        if is_course_code(origin):
+            return ExerciseResult(name, 0, max_points, "uses_reference",
+                                  f"`{fn_name}` is the course's reference implementation, not your own code")
+        if origin.get("module") != "__main__":
+            raise NotDefined()
         for ex, seed, label, path in groups:
             proxy = make_proxy(ex.expected_name, (path, name) if path else None)
             for case in ex.cases(seed):
@@ -118,7 +172,7 @@ def grade_exercise(name: str, max_points: float, exercise: Exercise, make_proxy:
             except ProbeTimeout as exc:
                 return ExerciseResult(name, 0, max_points, "timeout", f"`{fn_name}` {exc} [{test.__name__}]")
             except StudentRaised as exc:
-                text = "not attempted" if exc.error_type == "NotImplementedError" else f"raised {exc.error_type}: {exc.message}"
+                text = "not attempted" if exc.error_type == "NotImplementedError" else _raised(exc).describe_error()
                 return ExerciseResult(name, 0, max_points, "ok", f"{text} [{test.__name__}]")
             except AssertionError as exc:
                 return ExerciseResult(name, 0, max_points, "ok", f"{exc or 'assertion failed'} [{test.__name__}]")
@@ -156,9 +210,11 @@ def _describe(problem: CellProblem) -> str:
 
 async def grade_notebook(nb: nbformat.NotebookNode, points: dict[str, float], registry: dict[str, Exercise],
                          limits: Limits, seeds: list[int], hidden: HiddenTests,
-                         files: dict[str, str]) -> tuple[str, list[ExerciseResult], list[str]]:
-    """Run ``nb`` in a fresh sandboxed kernel and grade it: (status, per-exercise results, notes)."""
-    async with SubmissionKernel(limits) as kernel:
+                         files: dict[str, str], secrets: list[str] = ()) -> tuple[str, list[ExerciseResult], list[str]]:
+    """Run ``nb`` in a fresh sandboxed kernel and grade it: (status, per-exercise results, notes).
+
+    ``secrets``: grader folders the kernel must not see even if they lie under a folder it reads."""
+    async with SubmissionKernel(limits, secrets) as kernel:
         watch = sorted({registry[name].expected_name for name in points if name in registry})
         problems = await kernel.run_notebook(nb, watch)
         loop = asyncio.get_running_loop()
@@ -173,6 +229,8 @@ async def grade_notebook(nb: nbformat.NotebookNode, points: dict[str, float], re
     kinds = {p.kind for p in problems}
     if "kernel_died" in statuses or "kernel_died" in kinds:
         status = "kernel_died"
+    elif "total_timeout" in kinds or any("total time limit" in r.feedback for r in results if r.status == "timeout"):
+        status = "total_timeout"
     elif "timeout" in kinds:
         status = "cell_timeout"
     elif "timeout" in statuses:

@@ -8,6 +8,12 @@ Both are written to temporary paths first and moved into place with ``os.replace
 a crash never leaves half a gradebook. Cells that a spreadsheet would run as a formula
 (starting with ``=``, ``+``, ``-``, ``@``) get a leading apostrophe.
 
+Everything a student can influence (names, file names, exception messages, printed output) goes
+through ``one_line`` first: control and invisible formatting characters (terminal escapes, bidi
+overrides) are removed and line breaks become ``⏎``, so no text can start a new CSV record, a new
+Markdown line, a heading or another student's section; in the Markdown, ``<`` and ``[`` are
+escaped too (no raw HTML, no links), and code fences are broken up.
+
 Leaves out: grading (``folder.py``).
 """
 
@@ -18,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -27,9 +34,20 @@ COLUMNS = ["student", "submission", "notebook", "exercise", "points", "max_point
 NOTE_CHARS = 2_000
 
 
+def one_line(text) -> str:
+    """``'a\nb\x1b[31m'`` -> ``'a ⏎ b[31m'``: one line, no control or invisible formatting characters."""
+    text = re.sub(r"\r\n|[\r\n\u2028\u2029\x85\x0b\x0c]", " ⏎ ", str(text)).replace("\t", " ")
+    return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+
+
+def _md(text) -> str:
+    text = one_line(text).replace("\\", "\\\\").replace("<", "&lt;").replace("[", "\\[")
+    return text.replace("```", "`\u200b``")
+
+
 def _cell(text: str) -> str:
-    text = str(text)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    text = one_line(text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def _num(value: float) -> str:
@@ -69,16 +87,17 @@ def csv_rows(results: list[SubmissionResult], files: dict[str, str]) -> list[lis
 
 
 def feedback_text(student: str, results: list[SubmissionResult]) -> str:
-    lines = [f"# Feedback for {student}", ""]
+    lines = [f"# Feedback for {_md(student)}", ""]
     for result in results:
         got = sum(e.points for e in result.exercises)
         best = sum(e.max_points for e in result.exercises)
-        lines += [f"## {result.submission}", "", f"- notebook: {result.notebook or 'unknown'}",
-                  f"- status: {result.status}", f"- points: {got:g} / {best:g}", ""]
+        lines += [f"## {_md(result.submission)}", "", f"- notebook: {_md(result.notebook or 'unknown')}",
+                  f"- status: {_md(result.status)}", f"- points: {got:g} / {best:g}", ""]
         for ex in result.exercises:
-            lines.append(f"- **{ex.exercise or 'submission'}** ({ex.points:g}/{ex.max_points:g}, {ex.status}): {ex.feedback}")
+            lines.append(f"- **{_md(ex.exercise or 'submission')}** ({ex.points:g}/{ex.max_points:g}, {_md(ex.status)}): "
+                         f"{_md(ex.feedback)}")
         if result.notes:
-            notes = "\n".join(result.notes)
+            notes = "\n".join(one_line(note).replace("```", "`\u200b``") for note in result.notes)
             if len(notes) > NOTE_CHARS:
                 notes = notes[:NOTE_CHARS] + f"\n… ({len(notes) - NOTE_CHARS:,} more characters not shown)"
             lines += ["", "Running the notebook:", "", "```", notes, "```"]
@@ -116,6 +135,15 @@ def write_gradebook(results: list[SubmissionResult], out_csv: Path) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return feedback_dir
+
+
+def summary_lines(run, seconds: float) -> list[str]:
+    """The summary (``summary_line``), then how many results came from the journal, then each warning."""
+    lines = [summary_line(run.results, seconds)]
+    if run.resumed:
+        lines.append(f"resumed: {run.resumed} result(s) taken from the journal of an interrupted run")
+    lines += [f"warning: {one_line(w)}" for w in run.warnings]
+    return lines
 
 
 def summary_line(results: list[SubmissionResult], seconds: float) -> str:

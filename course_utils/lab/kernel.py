@@ -1,11 +1,13 @@
 """A submission's kernel: start it sandboxed, run every cell, then answer the grader's probes.
 
-``SubmissionKernel`` starts a fresh kernel (``course_utils.lab.sandbox``: memory-limited) in an
-empty temporary folder with a small environment, runs every code cell through nbclient with a
-per-cell timeout (a cell that raises does not stop later cells), keeps at most ``output_bytes``
-of each cell's output, and records per cell what went wrong. ``send(code, expression)`` then runs
-a probe and returns the value of ``expression`` as text, with its own timeout; a kernel that
-ignores the interrupt after a timeout is killed.
+``SubmissionKernel`` starts a fresh kernel (``course_utils.lab.boot``) inside a ``sandbox.Jail``
+(bubblewrap, its own uid and cgroup; the kernel protocol runs over unix sockets in the jail's
+socket folder, since the kernel has no network), or, with ``Limits(sandbox=False)``, as a plain
+process in an empty temporary folder. It runs every code cell through nbclient with a per-cell
+timeout (a cell that raises does not stop later cells) inside a total time budget for the whole
+submission (``total_timeout``), keeps at most ``output_bytes`` of each cell's output, and records
+per cell what went wrong. ``send(code, expression)`` then runs a probe and returns the value of
+``expression`` as text, with its own timeout; a kernel that ignores the interrupt is killed.
 
 Leaves out: what the probe code says (``probe.py``) and any judging (``grade.py``).
 """
@@ -13,6 +15,7 @@ Leaves out: what the probe code says (``probe.py``) and any judging (``grade.py`
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 import shutil
@@ -24,12 +27,17 @@ from dataclasses import dataclass
 from queue import Empty
 
 import nbformat
+import zmq
+import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
+from course_utils.lab.sandbox import WORKDIR, Jail, kernel_environment, launcher_environment
+
 KERNEL_NAME = "course-lab-sandbox"
+MAX_MESSAGE_BYTES = 96 << 20  # the largest message the grader accepts from a kernel
 GRACE_S = 5.0  # how long an interrupted cell or probe gets to stop before the kernel is killed
 
 
@@ -42,6 +50,12 @@ class Limits:
     memory_mb: int = 4096
     output_bytes: int = 10_000
     threads: int = 1
+    total_timeout: float = 0.0  # seconds for the whole submission; 0 = 10 x cell_timeout
+    processes: int = 64  # processes and threads of the submission together
+    sandbox: bool = True
+
+    def total(self) -> float:
+        return self.total_timeout if self.total_timeout > 0 else 10 * self.cell_timeout
 
 
 @dataclass
@@ -49,7 +63,7 @@ class CellProblem:
     """Something that went wrong in one cell, for the feedback file."""
 
     index: int
-    kind: str  # "error", "timeout", "output_truncated", "kernel_died"
+    kind: str  # "error", "timeout", "total_timeout", "output_truncated", "kernel_died"
     detail: str
 
 
@@ -62,15 +76,15 @@ class ProbeTimeout(BaseException):
 
 
 class _SandboxSpecs(KernelSpecManager):
-    memory_mb = 4096
+    argv: list[str] = []
+    interrupt_mode = "signal"
 
     def find_kernel_specs(self) -> dict[str, str]:
         return {KERNEL_NAME: ""}
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        argv = [sys.executable, "-m", "course_utils.lab.sandbox", "--memory-mb", str(self.memory_mb),
-                "-f", "{connection_file}"]
-        return KernelSpec(argv=argv, display_name="course-lab sandbox", language="python")
+        return KernelSpec(argv=list(self.argv), display_name="course-lab sandbox", language="python",
+                          interrupt_mode=self.interrupt_mode)
 
 
 class _CappedClient(NotebookClient):
@@ -100,16 +114,6 @@ class _CappedClient(NotebookClient):
         return super().output(outs, msg, display_id, cell_index)
 
 
-def _environment(workdir: str, limits: Limits) -> dict[str, str]:
-    keep = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    threads = str(limits.threads)
-    env.update(HOME=workdir, TMPDIR=workdir, MPLBACKEND="Agg", PYTHONHASHSEED="0", MALLOC_ARENA_MAX="2",
-               OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
-               JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
-    return env
-
-
 def _first_error(cell) -> tuple[str, str] | None:
     for out in cell.get("outputs", []):
         if out.get("output_type") == "error":
@@ -120,33 +124,70 @@ def _first_error(cell) -> tuple[str, str] | None:
 class SubmissionKernel:
     """``async with SubmissionKernel(limits) as k: problems = await k.run_notebook(nb)``."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, secrets: list[str] = ()):
         self.limits = limits
-        self.workdir = tempfile.mkdtemp(prefix="course-lab-")
+        self.deadline = time.monotonic() + limits.total()
+        inner = [sys.executable, "-m", "course_utils.lab.boot", "--memory-mb", str(limits.memory_mb)]
         specs = _SandboxSpecs()
-        specs.memory_mb = limits.memory_mb
-        self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+        self.jail = None
+        if limits.sandbox:
+            self.jail = Jail(limits.memory_mb, limits.processes, secrets)
+            self.workdir = None
+            env = kernel_environment(WORKDIR, "/tmp", limits)
+            specs.argv = self.jail.command([*inner, "--processes", str(limits.processes), "-f", "{connection_file}"], env)
+            specs.interrupt_mode = "message"  # the kernel is in its own session: no signal reaches it
+            self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc",
+                                         ip=os.path.join(self.jail.sockets, "k"),
+                                         connection_file=os.path.join(self.jail.sockets, "kernel.json"))
+            self.env = {}
+        else:
+            self.workdir = tempfile.mkdtemp(prefix="course-lab-")
+            specs.argv = [*inner, "-f", "{connection_file}"]
+            self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+            self.env = kernel_environment(self.workdir, self.workdir, limits)
         self.kc = None
+        self.context = None
         self.dead = False
 
     async def __aenter__(self) -> "SubmissionKernel":
-        await self.km.start_kernel(cwd=self.workdir, env=_environment(self.workdir, self.limits),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        await self.kc.wait_for_ready(timeout=180)
+        try:
+            if self.jail is not None:
+                self.km.write_connection_file()
+                os.chmod(self.km.connection_file, 0o644)  # the kernel's uid must read it; it holds only this kernel's key
+            await self.km.start_kernel(cwd=self.workdir or self.jail.sockets, env=self.env or launcher_environment(),
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            self.context = zmq.asyncio.Context()
+            self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # a bigger message drops the connection
+            self.kc = self.km.client(context=self.context)
+            self.kc.start_channels()
+            await self.kc.wait_for_ready(timeout=180)
+        except BaseException:
+            await self.__aexit__()
+            raise
+        if self.jail is not None:
+            self.jail.seal()
+        self.deadline = time.monotonic() + self.limits.total()
         return self
+
+    def remaining(self) -> float:
+        """Seconds left of the submission's total time budget."""
+        return self.deadline - time.monotonic()
 
     async def __aexit__(self, *exc) -> None:
         try:
             if self.kc is not None:
                 self.kc.stop_channels()
+            if self.context is not None:
+                self.context.destroy(linger=0)
             if self.km.has_kernel:
                 await self.km.shutdown_kernel(now=True)
         except Exception:
             pass
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            if self.workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            if self.jail is not None:
+                self.jail.close()
 
     async def kill(self) -> None:
         self.dead = True
@@ -171,10 +212,14 @@ class SubmissionKernel:
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or not cell.source.strip():
                 continue
-            start = time.monotonic()
+            start, limit = time.monotonic(), min(self.limits.cell_timeout, self.remaining())
+            if limit <= 0:
+                problems.append(CellProblem(index, "total_timeout", f"not run: the submission's {self.limits.total():g} s "
+                                                                    "total time limit was reached"))
+                break
+            client.timeout = max(1, math.ceil(limit))  # nbclient wants whole seconds
             try:
-                await asyncio.wait_for(client.async_execute_cell(cell, index, store_history=False),
-                                       self.limits.cell_timeout + GRACE_S)
+                await asyncio.wait_for(client.async_execute_cell(cell, index, store_history=False), limit + GRACE_S)
             except (DeadKernelError, asyncio.TimeoutError):
                 # nbclient reports our own cancellation (a cell that ignored the interrupt) as a dead kernel
                 if await self.km.is_alive():
@@ -186,7 +231,10 @@ class SubmissionKernel:
             else:
                 error = _first_error(cell)
                 took = time.monotonic() - start
-                if error and error[0] == "KeyboardInterrupt" and took >= self.limits.cell_timeout:
+                if error and error[0] == "KeyboardInterrupt" and took >= limit and limit < self.limits.cell_timeout:
+                    problems.append(CellProblem(index, "total_timeout", f"stopped: the submission's {self.limits.total():g} s "
+                                                                        "total time limit was reached"))
+                elif error and error[0] == "KeyboardInterrupt" and took >= limit:
                     problems.append(CellProblem(index, "timeout", f"stopped after the {self.limits.cell_timeout:g} s cell time limit"))
                 elif error:
                     problems.append(CellProblem(index, "error", f"{error[0]}: {error[1]}"[:300]))
@@ -218,15 +266,20 @@ class SubmissionKernel:
         if self.dead or not await self.km.is_alive():
             self.dead = True
             raise KernelDied("the kernel is not running")
+        limit = min(self.limits.probe_timeout, self.remaining())
+        if limit <= 0:
+            raise ProbeTimeout(f"was not called: the submission's {self.limits.total():g} s total time limit was reached")
         msg_id = self.kc.execute(code, silent=True, store_history=False, user_expressions={"r": expression},
                                  stop_on_error=False)
-        reply = await self._reply(msg_id, self.limits.probe_timeout)
+        reply = await self._reply(msg_id, limit)
         if reply is None:
             await self.km.interrupt_kernel()
             reply = await self._reply(msg_id, GRACE_S)
             if reply is None:
                 await self.kill()
-                raise KernelDied(f"a call ran past {self.limits.probe_timeout:g} s and ignored the interrupt; kernel stopped")
+                raise KernelDied(f"a call ran past {limit:g} s and ignored the interrupt; kernel stopped")
+            if limit < self.limits.probe_timeout:
+                raise ProbeTimeout(f"ran into the submission's {self.limits.total():g} s total time limit")
             raise ProbeTimeout(f"ran past the {self.limits.probe_timeout:g} s time limit")
         content = reply["content"]
         if content.get("status") != "ok":

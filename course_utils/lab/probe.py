@@ -29,15 +29,47 @@ import pickle
 import torch
 
 MAX_REPLY_CHARS = 64 << 20
+MAX_VALUE_BYTES = 32 << 20  # the most tensor data one answer may hold (checked in the kernel and here)
 
-_KERNEL_CODE = r'''
+# A function's fingerprint: its byte code, names, local names and first line, recursively, whatever
+# its __module__, name or file say (the first line keeps a student's own textbook two-liner apart
+# from the same two lines in the course's module). The same source runs in the kernel (on the
+# student's object) and here (on course code).
+FINGERPRINT_CODE = r'''
+def _course_lab_fingerprint(obj):
+    import hashlib, types
+    if isinstance(obj, type):
+        codes = [getattr(v, "__func__", v).__code__ for k, v in sorted(vars(obj).items())
+                 if isinstance(getattr(v, "__func__", v), types.FunctionType)]
+    else:
+        obj = getattr(obj, "func", obj)
+        codes = [obj.__code__] if isinstance(obj, types.FunctionType) else []
+    if not codes:
+        return None, None
+    digest = hashlib.sha256()
+    def feed(code):
+        digest.update(code.co_code)
+        digest.update(repr((code.co_names, code.co_varnames, code.co_firstlineno)).encode())
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                feed(const)
+    for code in codes:
+        feed(code)
+    return codes[0].co_filename, digest.hexdigest()
+'''
+
+_KERNEL_CODE = FINGERPRINT_CODE + r'''
 def _course_lab_probe(name, payload, runner):
-    import base64, io, json, pickle
+    import base64, io, json, pickle, sys
     import torch
     saved = globals().get("_course_lab_saved")
     if not isinstance(saved, dict) or name not in saved:
         return json.dumps({"kind": "missing"})
     target = saved[name]
+    if payload is None:
+        where, fingerprint = _course_lab_fingerprint(target)
+        return json.dumps({"kind": "origin", "module": str(getattr(target, "__module__", "")), "file": where,
+                           "fingerprint": fingerprint})
     args, kwargs = pickle.loads(base64.b64decode(payload))
     try:
         if runner is None:
@@ -49,13 +81,28 @@ def _course_lab_probe(name, payload, runner):
             spec.loader.exec_module(module)
             value = module.EXERCISES[runner[1]].run(target, args[0])
     except Exception as exc:
-        return json.dumps({"kind": "raised", "type": type(exc).__name__, "message": str(exc)[:500]})
+        line, function, tb = None, None, exc.__traceback__
+        library = ("site-packages", "dist-packages", "/torch/", "/numpy/", "course_utils", sys.prefix, sys.base_prefix)
+        while tb is not None:  # the innermost frame of the student's own code (a notebook cell)
+            code = tb.tb_frame.f_code
+            if code.co_name != "_course_lab_probe" and not any(part in code.co_filename for part in library):
+                line, function = tb.tb_lineno, code.co_name
+            tb = tb.tb_next
+        return json.dumps({"kind": "raised", "type": type(exc).__name__, "message": str(exc)[:500], "line": line,
+                           "function": function})
+    budget = [MAX_BYTES]
     def plain(v):
         mod = type(v).__module__ or ""
         if mod == "numpy" and hasattr(v, "shape") and v.shape != ():
-            return torch.from_numpy(v.copy())
-        if mod == "numpy" and hasattr(v, "item"):
+            v = torch.from_numpy(v)
+        elif mod == "numpy" and hasattr(v, "item"):
             return v.item()
+        if isinstance(v, torch.Tensor):
+            budget[0] -= v.numel() * v.element_size()
+            if budget[0] < 0:
+                raise OverflowError(f"a tensor of shape {tuple(v.shape)}")
+            # a fresh, compact copy: a view would send its whole storage, an expanded one a lie
+            return v.detach().clone(memory_format=torch.contiguous_format)
         if isinstance(v, (list, tuple)):
             return type(v)(plain(x) for x in v) if type(v) in (list, tuple) else [plain(x) for x in v]
         if isinstance(v, dict):
@@ -64,12 +111,14 @@ def _course_lab_probe(name, payload, runner):
     buffer = io.BytesIO()
     try:
         torch.save(plain(value), buffer)
+    except OverflowError as exc:
+        return json.dumps({"kind": "too_large", "message": str(exc)[:200]})
     except Exception as exc:
         return json.dumps({"kind": "unsendable", "type": type(value).__name__, "message": str(exc)[:200]})
     return json.dumps({"kind": "value", "data": base64.b64encode(buffer.getvalue()).decode()})
 
 _course_lab_result = _course_lab_probe({name!r}, {payload!r}, {runner!r})
-'''
+'''.replace("MAX_BYTES", str(MAX_VALUE_BYTES))
 
 
 _SNAPSHOT_CODE = r'''
@@ -77,27 +126,30 @@ if not isinstance(globals().get("_course_lab_saved"), dict):
     _course_lab_saved = {}
 for _course_lab_name in {names!r}:
     _course_lab_obj = globals().get(_course_lab_name)
-    if getattr(_course_lab_obj, "__module__", None) == "__main__" and ({overwrite!r} or _course_lab_name not in _course_lab_saved):
+    if _course_lab_obj is not None and ({overwrite!r} or _course_lab_name not in _course_lab_saved):
         _course_lab_saved[_course_lab_name] = _course_lab_obj
 '''
 
 
 def snapshot_code(names: list[str], overwrite: bool) -> str:
-    """Kernel code that remembers the notebook's own definitions of ``names`` (``__module__ == '__main__'``).
+    """Kernel code that remembers what ``names`` are bound to (``overwrite=False``: only names not yet seen).
 
     Run after each cell that defines one, so a later ``from course_utils... import name`` (which
-    notebooks do so later cells use the reference) cannot stand in for the student's answer."""
+    notebooks do so later cells use the reference) cannot stand in for the student's answer; run
+    once more at the end for names no cell defined, so an imported reference can be recognised
+    (``origin``) and flagged."""
     if not all(n.isidentifier() for n in names):
         raise ValueError(f"names must be Python identifiers, got {names!r}")
     return _SNAPSHOT_CODE.replace("{names!r}", repr(list(names))).replace("{overwrite!r}", repr(bool(overwrite)))
 
 
 class StudentRaised(Exception):
-    """The student's function raised; ``error_type`` is the name of what it raised."""
+    """The student's function raised; ``error_type`` is the name of what it raised, ``line`` the
+    line of the student's own code (in its notebook cell) where it happened, if known."""
 
-    def __init__(self, error_type: str, message: str):
+    def __init__(self, error_type: str, message: str, line: int | None = None, function: str | None = None):
         super().__init__(f"{error_type}: {message}")
-        self.error_type, self.message = error_type, message
+        self.error_type, self.message, self.line, self.function = error_type, message, line, function
 
 
 class NotDefined(Exception):
@@ -112,7 +164,7 @@ def probe_code(name: str, args: tuple, kwargs: dict, runner: tuple[str, str] | N
     """The code sent to the kernel: ``probe_code('f', (1,), {})`` calls ``f(1)`` there."""
     if not name.isidentifier():
         raise ValueError(f"name must be a Python identifier, got {name!r}")
-    payload = base64.b64encode(pickle.dumps((tuple(args), dict(kwargs)))).decode()
+    payload = None if args is None else base64.b64encode(pickle.dumps((tuple(args), dict(kwargs)))).decode()
     return _KERNEL_CODE.replace("{name!r}", repr(name)).replace("{payload!r}", repr(payload)).replace("{runner!r}", repr(runner))
 
 
@@ -131,15 +183,43 @@ def decode_reply(status: str, text: str):
     if kind == "missing":
         raise NotDefined()
     if kind == "raised":
-        raise StudentRaised(str(envelope.get("type")), str(envelope.get("message", "")))
+        line, function = envelope.get("line"), envelope.get("function")
+        raise StudentRaised(str(envelope.get("type")), str(envelope.get("message", "")),
+                            line if isinstance(line, int) and not isinstance(line, bool) else None,
+                            function if isinstance(function, str) and function.isidentifier() else None)
+    if kind == "origin":
+        return {k: envelope.get(k) if isinstance(envelope.get(k), str) else None for k in ("module", "file", "fingerprint")}
+    if kind == "too_large":
+        raise StudentRaised("ValueError", f"returned too much data for the grader ({envelope.get('message')}; "
+                                          f"at most {MAX_VALUE_BYTES >> 20} MiB of tensors)")
     if kind == "unsendable":
         raise StudentRaised("TypeError", f"returned a {envelope.get('type')}, which the grader cannot read back")
     if kind != "value":
         raise ProbeFailed("the kernel sent back something unreadable")
     try:
-        return torch.load(io.BytesIO(base64.b64decode(envelope["data"])), weights_only=True)
+        value = torch.load(io.BytesIO(base64.b64decode(envelope["data"])), weights_only=True)
     except Exception as exc:
         raise StudentRaised("TypeError", f"returned a value the grader cannot read back ({str(exc)[:120]})") from None
+    check_size(value)
+    return value
+
+
+def check_size(value, budget: int = MAX_VALUE_BYTES) -> int:
+    """Raise ``StudentRaised`` if the tensors in ``value`` would take more than ``budget`` bytes, from
+    their shapes and dtypes alone (an expanded tensor is small on the wire, huge once converted);
+    return the bytes left. ``check_size(torch.zeros(1).expand(10**9))`` raises."""
+    if isinstance(value, torch.Tensor):
+        budget -= value.numel() * value.element_size()
+        if budget < 0:
+            raise StudentRaised("ValueError", f"returned a tensor of shape {tuple(value.shape)}, too large for the grader "
+                                              f"(at most {MAX_VALUE_BYTES >> 20} MiB of tensors)")
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            budget = check_size(item, budget)
+    elif isinstance(value, dict):
+        for item in value.values():
+            budget = check_size(item, budget)
+    return budget
 
 
 class StudentProxy:
@@ -161,6 +241,10 @@ class StudentProxy:
         if self.runner is None:
             raise ProbeFailed(f"no source file known for the exercise that checks `{self.name}`")
         return self._send(probe_code(self.name, (case,), {}, self.runner))
+
+    def origin(self) -> dict:
+        """Where the student's object comes from: ``{'module', 'file', 'fingerprint'}`` (see ``FINGERPRINT_CODE``)."""
+        return self._send(probe_code(self.name, None, {}))
 
     def _send(self, code: str):
         future = asyncio.run_coroutine_threadsafe(self.kernel.send(code, "_course_lab_result"), self.loop)

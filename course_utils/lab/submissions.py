@@ -1,8 +1,13 @@
 """Find the submissions in a folder, read them, and tell which course notebook each one is.
 
 A submissions folder holds ``<student>/<notebook>.ipynb`` (any depth below the student's folder)
-and/or ``<student>.ipynb`` files. Hidden files and ``.ipynb_checkpoints`` are skipped; every other
-file is a submission, so a stray ``.txt`` or an empty file still gets a row (status ``unreadable``).
+and/or ``<student>.ipynb`` files. Every file is a submission, dot-names included, so a stray
+``.txt`` or an empty file still gets a row (status ``unreadable``); only editor and OS leftovers
+(``.ipynb_checkpoints``, ``__pycache__``, ``.DS_Store``) and empty folders are skipped, each with a
+warning line. Symbolic links are never followed out of the folder: a link to outside it, or to
+another student's file, is a row with status ``link`` (not graded); a link within the student's
+own folder is graded as the file it points to. Pipes, sockets and devices are ``unreadable``.
+nbformat 3 notebooks are upgraded to version 4 and graded.
 
 A submission is matched to a course notebook by file name (``00_welcome.ipynb``), else by the
 exercise names in its metadata, else by which exercise functions its code defines. Points always
@@ -15,7 +20,9 @@ Leaves out: running and grading (``grade.py``, ``folder.py``).
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +40,8 @@ class Submission:
     student: str
     path: Path
     rel: str
+    status: str = ""  # set when the entry cannot be graded: "link" or "unreadable"
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,34 +78,74 @@ def course_catalog(source: Path) -> dict[str, CourseNotebook]:
     return catalog
 
 
-def _hidden(parts: tuple[str, ...]) -> bool:
-    return any(p.startswith(".") or p == "__pycache__" for p in parts)
+LEFTOVERS = frozenset({".ipynb_checkpoints", "__pycache__", ".DS_Store", ".Trash", "Thumbs.db"})
 
 
-def find_submissions(folder: Path) -> list[Submission]:
-    """Every submission under ``folder``, sorted by path; ``ValueError`` if the folder is missing."""
+def _entry(folder: Path, student: str, path: Path) -> Submission | None:
+    """The submission for a file, link or special file; ``None`` for a folder to walk into."""
+    rel = path.relative_to(folder).as_posix()
+    if path.is_symlink():
+        target = Path(os.path.realpath(path))
+        root = Path(os.path.realpath(folder))
+        if root not in target.parents:
+            return Submission(student, path, rel, "link", "a symbolic link to outside the submissions folder (not followed)")
+        owner = target.relative_to(root).parts[0]
+        if owner != student and Path(owner).stem != student:
+            return Submission(student, path, rel, "link",
+                              f"a link to another student's file ({target.relative_to(root).as_posix()}); not graded")
+        if target.is_dir():
+            return Submission(student, path, rel, "link", "a link to a folder (not followed)")
+        return Submission(student, target, rel)
+    mode = path.lstat().st_mode
+    if stat.S_ISDIR(mode):
+        return None
+    if not stat.S_ISREG(mode):
+        return Submission(student, path, rel, "unreadable", "not a regular file (a pipe, socket or device)")
+    return Submission(student, path, rel)
+
+
+def find_submissions(folder: Path, warnings: list[str] | None = None) -> list[Submission]:
+    """Every submission under ``folder``, sorted by path; ``ValueError`` if the folder is missing.
+
+    What is skipped is said in ``warnings`` (if given), one line each."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"submissions must be a folder, got {folder} (no such folder)")
+    warnings = [] if warnings is None else warnings
     found = []
+
+    def walk(student: str, here: Path) -> int:
+        count = 0
+        for path in sorted(here.iterdir()):
+            rel = path.relative_to(folder).as_posix()
+            if path.name in LEFTOVERS:
+                warnings.append(f"skipped {rel} (editor or OS leftovers)")
+                continue
+            sub = _entry(folder, student, path)
+            if sub is None:
+                count += walk(student, path)
+            else:
+                found.append(sub)
+                count += 1
+        return count
+
     for entry in sorted(folder.iterdir()):
-        if _hidden((entry.name,)):
+        if entry.name in LEFTOVERS:
+            warnings.append(f"skipped {entry.name} (editor or OS leftovers)")
             continue
-        if entry.is_dir():
-            for path in sorted(entry.rglob("*")):
-                rel = path.relative_to(folder)
-                if path.is_file() and not _hidden(rel.parts):
-                    found.append(Submission(entry.name, path, rel.as_posix()))
-        elif entry.is_file():
-            student = entry.stem if entry.suffix == ".ipynb" else entry.name
-            found.append(Submission(student, entry, entry.name))
+        student = entry.stem if entry.suffix == ".ipynb" and not entry.is_dir() else entry.name
+        sub = _entry(folder, student, entry)
+        if sub is not None:
+            found.append(sub)
+        elif walk(entry.name, entry) == 0:
+            warnings.append(f"skipped {entry.name}/ (an empty folder: no submission)")
     return found
 
 
 def read_submission(path: Path) -> tuple[nbformat.NotebookNode | None, str]:
     """(notebook, "") or (None, why it cannot be read): empty, too large, invalid JSON, not a notebook."""
     try:
-        size = path.stat().st_size
+        size = path.lstat().st_size
         if size == 0:
             return None, "empty file"
         if size > MAX_BYTES:
@@ -108,7 +157,8 @@ def read_submission(path: Path) -> tuple[nbformat.NotebookNode | None, str]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON ({exc})"[:200]
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+    old_format = isinstance(data, dict) and data.get("nbformat") == 3 and isinstance(data.get("worksheets"), list)
+    if not isinstance(data, dict) or not (isinstance(data.get("cells"), list) or old_format):
         return None, "not a notebook (JSON without a list of cells)"
     try:
         nb = nbformat.reads(text, as_version=4)

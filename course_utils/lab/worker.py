@@ -2,8 +2,9 @@
 ``python -m course_utils.lab.worker --serve`` reads job-file paths from stdin, one a line, and
 answers ``DONE`` on stdout after writing each result (so torch is imported once per worker).
 
-The folder grader keeps ``--jobs`` workers, so whatever a submission does to the process that
-started its kernel (kills it, floods it) costs only that submission's row, never the gradebook.
+The folder grader keeps ``--jobs`` workers, so a fault while grading one submission (a crash, a
+flood of output) costs only that submission's row, never the gradebook; the sandbox keeps the
+kernel from seeing or signalling the worker at all. A worker dies with the grader.
 A job file names the submission, its course notebook, points, limits and where to write the
 result (JSON, written atomically).
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from course_utils.checks import all_exercises
 from course_utils.lab.grade import ExerciseResult, SubmissionResult, exercise_files, grade_notebook
 from course_utils.lab.hidden import load_hidden_tests
+from course_utils.lab.boot import die_with_parent
 from course_utils.lab.kernel import Limits
 from course_utils.lab.submissions import read_submission
 
@@ -39,7 +41,7 @@ def run_job(job: dict) -> SubmissionResult:
     registry = all_exercises()
     hidden = load_hidden_tests(Path(job["hidden_tests"]) if job.get("hidden_tests") else None, set(registry))
     status, rows, notes = asyncio.run(grade_notebook(nb, points, registry, Limits(**job["limits"]),
-                                                     job["seeds"], hidden, exercise_files()))
+                                                     job["seeds"], hidden, exercise_files(), job.get("secrets", [])))
     result.status, result.exercises, result.notes = status, rows, notes
     result.seconds = round(time.monotonic() - start, 3)
     return result
@@ -61,6 +63,7 @@ def run_job_file(job_file: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    die_with_parent()  # a killed grader leaves no worker (and so no kernel) behind
     if argv != ["--serve"]:
         run_job_file(argv[0])
         return 0
