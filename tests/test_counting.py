@@ -220,3 +220,42 @@ def test_non_bool_flags_and_non_configs_are_type_errors():
         count_parameters({"d_model": 16})
     with pytest.raises(ValueError, match="counts"):
         group_counts({"total": 3})
+
+
+_COURSE_GPT_NAMES = {"W_E": "embedding", "W_pos": "positions", "W_U": "unembedding",
+                     "W_Q": "query", "b_Q": "query", "W_K": "key", "b_K": "key", "W_V": "value", "b_V": "value",
+                     "W_O": "output", "b_O": "output", "W_in": "mlp_up", "b_in": "mlp_up",
+                     "W_out": "mlp_down", "b_out": "mlp_down"}
+
+
+def _course_gpt_categories(model) -> dict[str, int]:
+    """Split each named parameter of notebook 09's GPT into the counter's categories."""
+    counts = {}
+    for name, p in model.named_parameters():
+        *owner, leaf = name.split(".")
+        category = "norms" if owner and owner[-1].startswith("ln") else _COURSE_GPT_NAMES.get(leaf)
+        if category is None:
+            raise AssertionError(f"unmapped parameter {name}")
+        _add(counts, category, p.numel())
+    return counts
+
+
+@pytest.mark.parametrize("tie, bias", [(True, True), (False, True), (True, False), (False, False)])
+def test_course_gpt_matches_the_counter_per_category(tie, bias):
+    from course_utils.gpt import GPT, GPTConfig
+
+    gpt_cfg = GPTConfig(d_vocab=97, n_ctx=16, d_model=24, n_heads=4, n_layers=3, d_mlp=40,
+                        tie_embeddings=tie, bias=bias)
+    model = _on_meta(lambda: GPT(gpt_cfg))
+    cfg = ModelConfig(97, 16, 24, 3, 4, d_mlp=40, tie_embeddings=tie, bias=bias)
+    assert _nonzero(count_parameters(cfg)) == _course_gpt_categories(model)
+    assert count_parameters(cfg)["total"] == sum(p.numel() for p in model.parameters())
+
+
+def test_course_gpt_at_gpt2_small_size_is_gpt2_small():
+    from course_utils.gpt import GPT, GPTConfig
+
+    s = counting.GPT2_SMALL
+    model = _on_meta(lambda: GPT(GPTConfig(d_vocab=s.d_vocab, n_ctx=s.n_ctx, d_model=s.d_model,
+                                           n_heads=s.n_heads, n_layers=s.n_layers)))
+    assert sum(p.numel() for p in model.parameters()) == count_parameters(s)["total"] == 124_439_808
