@@ -99,6 +99,69 @@ def _calls() -> dict:
     }
 
 
+def _tiny_gpt_config():
+    from course_utils.gpt import GPTConfig
+
+    return GPTConfig(d_vocab=11, n_ctx=8, d_model=8, n_heads=2, n_layers=1)
+
+
+def with_meta_module(build, use):
+    """Build a module on meta with ``build()``, then call ``use(module)`` outside the meta context."""
+    def call():
+        with META:
+            module = build()
+        return use(module)
+    return call
+
+
+def _calls_06_09() -> dict:
+    from course_utils import counting as CO, generation as GE, gpt as G, head_scores as HS, layernorm as LN
+    from course_utils import moe as MO, moe_balancing as MB, sampling as SA, training as TR
+    from course_utils.mlp import MLP
+    from course_utils.multihead import MultiHeadAttention
+
+    def mha(use):
+        return with_meta_module(lambda: MultiHeadAttention(8, 2), use)
+
+    def mlp(use):
+        return with_meta_module(lambda: MLP(8, 16), use)
+
+    TINY = CO.ModelConfig(11, 8, 8, 1, 2, d_mlp=16)
+    MOECFG = CO.ModelConfig(11, 8, 8, 1, 2, d_mlp=16, n_experts=4, experts_per_token=2, mlp="swiglu",
+                            norm="rmsnorm", positions="rotary", bias=False)
+    return {
+        "moe.check_router_logits": lambda: MO.check_router_logits(t(5, 4)),
+        "moe.top_k_gates": lambda: MO.top_k_gates(t(5, 4), 2),
+        "moe.top_k_gates_mixtral": lambda: MO.top_k_gates_mixtral(t(5, 4), 2),
+        "moe.capacity_mask": lambda: MO.capacity_mask(ids(5, 2), 4, 3),
+        "moe.swiglu": lambda: MO.swiglu(t(5, 8), t(8, 16), t(8, 16), t(16, 8)),
+        "moe.SwiGLU": module_call("moe.SwiGLU", 8, 16, x=t(5, 8)),
+        "moe.dispatch_dense": lambda: MO.dispatch_dense(t(5, 8), ids(5, 2), t(5, 2),
+                                                        t(4, 8, 16), t(4, 8, 16), t(4, 16, 8)),
+        "moe_balancing.load_balancing_loss": lambda: MB.load_balancing_loss(t(5, 4), 2),
+        "moe_balancing.router_z_loss": lambda: MB.router_z_loss(t(5, 4)),
+        "moe_balancing.update_selection_bias": lambda: MB.update_selection_bias(t(4), ids(4), 0.1),
+        "gpt.Block": module_call("gpt.Block", _tiny_gpt_config(), x=t(2, 5, 8)),
+        "gpt.fused_qkv": mha(lambda a: G.fused_qkv(a, t(2, 5, 8))),
+        "gpt.fused_out": mha(lambda a: G.fused_out(a, t(2, 2, 5, 4))),
+        "gpt.fused_attention": mha(lambda a: G.fused_attention(a, t(2, 5, 8))),
+        "gpt.fused_mlp": mlp(lambda m: G.fused_mlp(m, t(2, 5, 8))),
+        "layernorm.norm_stats": lambda: LN.norm_stats(t(3, 8)),
+        "layernorm.layer_norm": lambda: LN.layer_norm(t(3, 8), t(8), t(8)),
+        "layernorm.batch_norm": lambda: LN.batch_norm(t(3, 8)),
+        "layernorm.LayerNorm": module_call("layernorm.LayerNorm", 8, x=t(3, 8)),
+        "generation.cached_attention": lambda: GE.cached_attention(t(1, 2, 1, 4), t(1, 2, 1, 4), t(1, 2, 1, 4)),
+        "generation.project_qkv": mha(lambda a: GE.project_qkv(a, t(2, 5, 8))),
+        "generation.write_heads": mha(lambda a: GE.write_heads(a, t(2, 2, 5, 4))),
+        "training.split_tokens": lambda: TR.split_tokens(ids(100)),
+        "head_scores.delimiter_scores": lambda: HS.delimiter_scores(t(2, 3, 5, 5), mask(2, 5)),
+        "decoder.Decoder": module_call("decoder.Decoder", TINY, x=ids(2, 5)),
+        "decoder.DecoderBlock": module_call("decoder.DecoderBlock", TINY, x=t(2, 5, 8)),
+        "decoder.Attention": module_call("decoder.Attention", MOECFG, x=t(2, 5, 8)),
+        "decoder.MLP": module_call("decoder.MLP", TINY, x=t(2, 5, 8)),
+    }
+
+
 # Public callables that cannot run on meta today, and why. Shrinking this table is the work left
 # for the validation layer (course_utils/validate.py skips value checks on meta).
 NOT_ON_META = {
@@ -141,6 +204,56 @@ NOT_ON_META = {
     "toy_models.single_threaded": "a context manager for the thread count, no tensors",
     "sparse_autoencoder.train_sparse_autoencoder": "trains a model: needs data",
     "sparse_autoencoder.hidden_activation_sampler": "samples a trained ToyModel: needs data",
+    # notebooks 06-09
+    **{f"counting.{n}": "arithmetic on a ModelConfig's Python ints, no tensors"
+       for n in ("ModelConfig", "active_parameters", "attention_parameters", "count_encoder_decoder",
+                 "count_parameters", "group_counts", "mlp_parameters", "norm_parameters")},
+    **{f"compute.{n}": "arithmetic on a ModelConfig's Python ints, no tensors"
+       for n in ("approximate_forward_flops", "forward_flops", "forward_flops_per_token", "kv_cache_bytes_per_token",
+                 "matmul_parameters", "moe_capacity_and_cost", "training_flops", "training_memory")},
+    "compute.measure_flops": "runs a model on its caller's tensors and returns a Python int (FlopCounterMode)",
+    **{f"checkpoint.{n}": "reads, writes or trains the course checkpoint: files and data"
+       for n in ("corpus_tokens", "load_checkpoint", "main", "save_checkpoint", "small_gpt_tokenizer",
+                 "train_course_model")},
+    **{f"gpt2_weights.{n}": "reads GPT-2 weight files or a transformers config: needs data"
+       for n in ("convert_gpt2_state_dict", "gpt2_config", "gpt2_small_config", "load_gpt2", "load_gpt2_from_hub",
+                 "read_weights")},
+    "gpt.GPTConfig": "a dataclass of numbers",
+    "gpt.GPT": "token ids are range-checked with .item() (its blocks are swept as gpt.Block)",
+    "gpt.check_tokens": "range-checks token ids with .item()",
+    "gpt.check_state_dict": "compares a state dict's names and shapes, returns None",
+    "gpt.stream_rms": "returns Python floats",
+    "generation.KVCache": "a dataclass holding its caller's tensors",
+    "generation.forward_with_cache": "token ids are range-checked with .item() (its pieces are swept)",
+    "generation.generate": "samples tokens: needs data",
+    "head_scores.chance_delimiter_share": "returns a Python float",
+    "induction.trained_induction_model": "trains a model: needs data",
+    "decoder.MixtureOfExperts": "groups tokens per expert with nonzero (data-dependent shapes, no meta kernel)",
+    "moe.MoE": "counts tokens per expert with bincount (no meta kernel); its pieces are swept",
+    "moe.Routing": "a dataclass of the router's tensors",
+    "moe.check_experts_and_k": "checks Python ints",
+    "moe.check_capacity_factor": "checks a Python number",
+    "moe.expert_capacity": "arithmetic on Python ints, no tensors",
+    "moe.dispatch_naive": "a loop over tokens with data-dependent indexing (needs data)",
+    "moe.dispatch_grouped": "groups tokens per expert with nonzero (data-dependent shapes)",
+    "moe.load_mixtral_block": "copies a transformers block's weights: needs data",
+    "moe_balancing.load_shares": "counts tokens per expert with bincount (no meta kernel)",
+    "moe_balancing.usage_entropy": "returns a Python float",
+    "moe_balancing.max_entropy_bits": "arithmetic on a Python int",
+    **{f"moe_experiment.{n}": "the seeded toy experiment of notebook 07: trains on data"
+       for n in ("ExperimentConfig", "Task", "TrainingRun", "capacity_report", "expert_owners", "make_task",
+                 "probe_batch", "run_experiment", "sample_batch", "specialisation", "train_grid", "train_moe")},
+    "sampling.cross_entropy": "targets are range-checked with .item()",
+    "sampling.generate": "samples tokens: needs data",
+    "training.TrainConfig": "a dataclass of numbers",
+    "training.sequence_loss": "targets are range-checked with .item() (through sampling.cross_entropy)",
+    "training.get_batch": "draws random windows with a torch.Generator (needs data)",
+    "training.lr_at": "arithmetic on Python numbers",
+    "training.bigram_loss": "counts token pairs and returns a Python float (needs data)",
+    "training.evaluate": "returns a Python float (needs data)",
+    "training.make_optimizer": "builds an optimizer over its caller's parameters",
+    "training.train": "trains a model: needs data",
+    "training.threads_for_load": "reads the machine's load average",
 }
 
 # Calls that run on meta but still create a tensor on the CPU on the way (a real device bug on a GPU).
@@ -174,7 +287,7 @@ class DeviceRecorder(TorchDispatchMode):
         return out
 
 
-CALLS = _calls()
+CALLS = {**_calls(), **_calls_06_09()}
 
 
 def test_every_public_core_callable_is_swept_or_listed_with_a_reason():
