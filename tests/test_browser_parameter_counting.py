@@ -56,7 +56,7 @@ def test_counter_sliders_update_counts_and_figure(browser):
     before = figure_png(root)
 
     sizes = dict(START)
-    for field, value in (("n_layers", 24), ("d_model", 1024), ("n_heads", 16), ("n_kv_heads", 4)):
+    for field, value in (("n_layers", 24), ("n_kv_heads", 4), ("n_heads", 16), ("d_model", 1024)):  # valid at each step
         type_slider_value(page, _slider(root, field), str(value))
         sizes[field] = value
         expected = counting.count_parameters(_oracle(**sizes))["total"]

@@ -104,9 +104,13 @@ def plot_counter(state: dict):
     """Parameters per group (total and active) beside FLOPs per token (weights vs attention)."""
     fig, (left, right) = new_figure((9, 3.2), 1, 2)
     if "error" in state:
-        for ax in (left, right):
-            ax.text(0.5, 0.5, "no model:\n" + state["error"].replace(" must", "\nmust"), ha="center", va="center", fontsize=9)
-            ax.set_axis_off()
+        message = "no model:\n" + state["error"].replace(" must", "\nmust")
+        for ax, title in ((left, "parameters"), (right, "FLOPs per token")):
+            ax.set_facecolor("#fde2dc")  # a pale warning panel where the bars would be
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(title, fontsize=9)
+            ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=10, color="#9b1c1c", transform=ax.transAxes)
         return fig
     total, active = counting.group_counts(state["counts"]), counting.group_counts(state["active"])
     xs = range(len(total))
