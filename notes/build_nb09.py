@@ -115,7 +115,7 @@ for norm in ("pre", "post"):
     deep.reset_parameters(torch.Generator().manual_seed(0))
     sizes[f"{norm}-norm"] = stream_rms(deep, probe)
 print({name: [round(v, 3) for v in values[::4]] for name, values in sizes.items()})
-plot_stream_size(sizes);
+fig = plot_stream_size(sizes)
 """)
 
 md("""
@@ -269,7 +269,7 @@ train_cfg = TrainConfig()
 print(train_cfg)
 bigram = bigram_loss(train_ids, val_ids, COURSE_MODEL.d_vocab)
 print(f"bigram baseline on the held-out tokens: {bigram:.3f} nats")
-plot_schedule([lr_at(step, train_cfg) for step in range(train_cfg.steps)]);
+fig = plot_schedule([lr_at(step, train_cfg) for step in range(train_cfg.steps)])
 """)
 md("""
 The run below is the one that made the committed checkpoint in `data/small_gpt/`
@@ -304,7 +304,7 @@ trained, committed_log = ckpt["model"], ckpt["log"]
 print("this run ends within 0.05 nats of the committed one:",
       abs(log["val_loss"][-1] - committed_log["val_loss"][-1]) < 0.05)
 print(f"committed checkpoint: validation loss {committed_log['val_loss'][-1]:.3f}, bigram {bigram:.3f}")
-plot_loss_curve(committed_log, bigram);
+fig = plot_loss_curve(committed_log, bigram)
 """)
 
 md("""
@@ -459,7 +459,7 @@ snippet = windows[:1, :32]
 labels = [tokenizer.decode([t]).replace("\\n", "\\\\n") for t in snippet[0].tolist()]
 short = [p.cpu()[0] for p in trained.patterns(snippet.to(device))]
 short_scores = {"newline": [delimiter_scores(p[None], snippet == tokenizer.encode("\\n")[0]) for p in short]}
-plot_heads(short, labels, short_scores);
+fig = plot_heads(short, labels, short_scores)
 """)
 code("""
 attention_viewer(short, labels, short_scores)

@@ -79,6 +79,17 @@ def test_notebooks_are_committed_executed_without_errors(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_relies_on_a_trailing_semicolon(path):
+    """nbval runs cells with store_history=False, and IPython decides whether ';' silences the last
+    value from the history, so under nbval `plot(...);` shows the figure twice (once as the cell's
+    value, once from the inline backend) and the stored output no longer matches. Bind the value
+    instead: `fig = plot(...)`."""
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type == "code" and cell.source.rstrip().endswith(";"):
+            pytest.fail(f"cell {index} ends with ';' (write `fig = ...` or `_ = ...`): {cell.source.rstrip().splitlines()[-1]!r}")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_cell_rebinds_an_exercise_name(path):
     """Importing the reference under the exercise's own name would make a re-run check grade the
     reference instead of the student's function: use the module (`positions.rope_rotate`)."""
