@@ -228,13 +228,15 @@ class Jail:
         args = ["--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns", "--unshare-pid",
                 "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
                 "--die-with-parent", "--new-session", "--clearenv"]
+        # The private /tmp first: a course installed under /tmp (a clone, a venv) is bound on top of it
+        # below, instead of being hidden by it.
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
         for path in binds:
             args += ["--ro-bind", path, path]
         for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(link):
                 args += ["--symlink", os.readlink(link), link]
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-                 "--size", str(TMPFS_BYTES), "--tmpfs", WORKDIR, "--chdir", WORKDIR]
+        args += ["--size", str(TMPFS_BYTES), "--tmpfs", WORKDIR, "--chdir", WORKDIR]
         for secret in self.secrets:  # hide grader folders that happen to lie under a bound path
             if os.path.isdir(secret) and any(secret.startswith(p.rstrip("/") + "/") for p in binds):
                 args += ["--tmpfs", secret]
