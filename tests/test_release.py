@@ -214,10 +214,53 @@ def test_release_refuses_an_exercise_hint_that_gives_the_code(tmp_path, monkeypa
         release(path, tmp_path / "out")
 
 
+def _welcome_exercise_notebook(tmp_path):
+    path = _exercise_notebook(tmp_path, None)
+    nb = read(path)
+    nb.metadata["course"] = {"exercises": {"stable_softmax": {"points": 2, "difficulty": 1, "minutes": 5}}}
+    nbformat.write(nb, str(path))
+    return path
+
+
+@pytest.mark.parametrize("message, leaks", [
+    ("divide by shifted.exp().sum(dim=-1, keepdim=True) instead", True),
+    ("divide by the row's total, keeping the summed dimension so it broadcasts", False),
+])
+def test_release_checks_the_message_of_each_mistake_both_ways(tmp_path, monkeypatch, message, leaks):
+    """A student sees a mistake's message by handing in that mistake: it must not be the answer either."""
+    from course_utils.checks import welcome
+    from course_utils.checks.core import Mistake
+
+    path = _welcome_exercise_notebook(tmp_path)
+    mistakes = [*welcome.STABLE_SOFTMAX.mistakes, Mistake("leaky", lambda x: x, message)]
+    monkeypatch.setattr(welcome.STABLE_SOFTMAX, "mistakes", mistakes)
+    if leaks:
+        with pytest.raises(ReleaseError, match="mistake 'leaky' of exercise 'stable_softmax' gives the solution away"):
+            release(path, tmp_path / "out")
+    else:
+        release(path, tmp_path / "out")
+        assert (tmp_path / "out" / "ex.ipynb").exists()
+
+
+def test_release_refuses_a_hand_written_stub_that_gives_the_code(tmp_path):
+    nb = read(_exercise_notebook(tmp_path, None))
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "def helper(x):\n    raise NotImplementedError('return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)')"))
+    path = tmp_path / "stub.ipynb"
+    nbformat.write(nb, str(path))
+    with pytest.raises(ReleaseError, match="the stub in cell 1 gives the solution away"):
+        release(path, tmp_path / "out")
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_course_hint_repeats_its_solution(path):
+    """Hints, and the messages a check prints for each known mistake or broken property."""
     nb = read(path)
     solutions = [line for cell in nb.cells if cell.cell_type == "code" for line in [cell.source] if "# BEGIN SOLUTION" in line]
     for name in nb.metadata.get("course", {}).get("exercises", {}):
-        for level, text in enumerate(EXERCISES[name].hints, 1):
-            assert find_leak(text, solutions) is None, f"{name} hint {level}: {text!r}"
+        exercise = EXERCISES[name]
+        texts = [(f"hint {level}", text) for level, text in enumerate(exercise.hints, 1)]
+        texts += [(f"mistake {m.name!r}", m.hint) for m in exercise.mistakes]
+        texts += [(f"property {p.name!r}", p.hint) for p in exercise.properties]
+        for where, text in texts:
+            assert find_leak(text, solutions) is None, f"{name} {where}: {text!r}"

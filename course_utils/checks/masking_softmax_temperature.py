@@ -43,7 +43,7 @@ CAUSAL_MASK = Exercise(
     cases=_mask_cases,
     mistakes=[
         Mistake("0/1 floats", lambda n: torch.ones(n, n).tril(),
-                "return a torch.bool mask (True = may attend), not 0/1 floats: e.g. torch.ones(n, n, dtype=torch.bool).tril()"),
+                "return a torch.bool mask (True = may attend), not 0/1 floats: ask for dtype=torch.bool when you build it"),
         Mistake("diagonal excluded", lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),
                 "a token may attend to itself: keep the diagonal (tril(), not tril(-1))"),
         Mistake("inverted", lambda n: torch.ones(n, n, dtype=torch.bool).triu(1),

@@ -120,7 +120,7 @@ NEXT_TOKEN_LOSS = Exercise(
     name="next_token_loss", reference=next_token_loss, cases=_loss_cases,
     mistakes=[
         Mistake("no shift", banks.loss_no_shift,
-                "position i predicts the NEXT token: score logits[:, :-1] against tokens[:, 1:] (yours scores each token against itself)"),
+                "position i predicts the NEXT token, so drop the last position's logits and the first target (yours scores each token against itself)"),
         Mistake("shifted the wrong way", banks.loss_shift_backwards,
                 "the shift goes the other way: drop the LAST position's logits and the FIRST token"),
         Mistake("sum", banks.loss_sum, "average over the scored positions; a sum grows with the batch and the length"),
@@ -162,7 +162,7 @@ SAMPLE_TOKENS = Exercise(
         Mistake("first position's logits", banks.sample_first_position,
                 "the next token comes from the LAST position's logits ([:, -1]); position 0 predicts the second token"),
         Mistake("always greedy", banks.sample_always_greedy,
-                "draw with sample_next_token(logits, temperature, generator=generator); argmax ignores the temperature"),
+                "draw a sample from the temperature-scaled distribution (notebook 04's sampler, with the generator you were given); argmax ignores the temperature"),
     ],
     alternatives=banks.SAMPLE_ALTERNATIVES,
     hints=["Each step: run the model on what you have (at most the last n_ctx tokens), keep only the logits of the last "

@@ -85,7 +85,7 @@ STABLE_SOFTMAX = Exercise(
     cases=_cases,
     properties=[
         Property("rows sum to 1", _rows_sum_to_one,
-                 "each row should sum to 1: normalise over the last dimension (dim=-1, keepdim=True)"),
+                 "each row should sum to 1: normalise over the last dimension, keeping it so the division broadcasts"),
     ],
     mistakes=[
         Mistake("no max shift", _no_max_shift,

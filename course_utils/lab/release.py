@@ -60,7 +60,8 @@ def _exercises_of(nb: nbformat.NotebookNode) -> dict:
 
 
 def check_no_leaks(nb: nbformat.NotebookNode, student: nbformat.NotebookNode, name: str) -> None:
-    """``ReleaseError`` if a stub, an exercise hint or a ``<details>`` cell repeats a solution's code."""
+    """``ReleaseError`` if a stub, an exercise hint, a mistake's or property's message, or a ``<details>`` cell
+    repeats a solution's code."""
     solutions = [r for cell in nb.cells if cell.cell_type == "code" for r in _regions(cell.source)]
     if not solutions:
         return
@@ -72,6 +73,10 @@ def check_no_leaks(nb: nbformat.NotebookNode, student: nbformat.NotebookNode, na
             texts.append((f"the hint cell {index}", cell.source))
     for exercise_name, exercise in _exercises_of(nb).items():
         texts += [(f"hint {level} of exercise {exercise_name!r}", text) for level, text in enumerate(exercise.hints, 1)]
+        # what a check prints after a wrong answer is a hint too: a student sees it by handing in a mistake
+        texts += [(f"the message for mistake {m.name!r} of exercise {exercise_name!r}", m.hint) for m in exercise.mistakes]
+        texts += [(f"the message for property {p.name!r} of exercise {exercise_name!r}", p.hint)
+                  for p in exercise.properties]
     for where, text in texts:
         leak = find_leak(text, solutions)
         if leak is not None:
