@@ -100,6 +100,7 @@ def test_gpt3_shaped_gpt2_matches_the_strict_count_and_builds_without_memory():
     model = _gpt2_model(counting.GPT3_175B)
     assert next(model.parameters()).device.type == "meta"
     assert count_parameters(counting.GPT3_175B)["total"] == sum(p.numel() for p in model.parameters())
+    assert _nonzero(count_parameters(counting.GPT3_175B)) == _gpt2_categories(model)  # category by category
     assert count_parameters(counting.GPT3_175B)["total"] == 174_604_259_328  # the seed's strict count
 
 
