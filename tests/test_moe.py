@@ -251,8 +251,7 @@ def test_wrong_types_raise_type_error():
 
 
 # -- device ---------------------------------------------------------------------------------------
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.gpu  # conftest skips it without CUDA
 def test_moe_on_cuda_matches_cpu():
     torch.manual_seed(0)
     moe = MoE(16, 24, 8, 2, capacity_factor=1.0)
