@@ -199,7 +199,10 @@ def dispatch_dense(x: Float[Tensor, "tokens d_model"], indices: Int[Tensor, "tok
     combine = torch.zeros(x.shape[0], W_gate.shape[0], dtype=weights.dtype, device=x.device)
     combine = combine.scatter_add(1, indices, weights)  # (tokens, n_experts)
     n_experts, d_model, d_mlp = W_gate.shape
-    as_one = lambda W: W.permute(1, 0, 2).reshape(d_model, n_experts * d_mlp)  # (d_model, E * d_mlp)
+
+    def as_one(W):  # (E, d_model, d_mlp) -> (d_model, E * d_mlp)
+        return W.permute(1, 0, 2).reshape(d_model, n_experts * d_mlp)
+
     hidden = F.silu(x @ as_one(W_gate)) * (x @ as_one(W_in))  # (tokens, E * d_mlp): every expert at once
     hidden = hidden.reshape(-1, n_experts, d_mlp) * combine.to(x.dtype)[:, :, None]  # (tokens, E, d_mlp), weighted
     return hidden.reshape(-1, n_experts * d_mlp) @ W_out.reshape(n_experts * d_mlp, d_model)  # (tokens, d_model)

@@ -21,7 +21,6 @@ from course_utils.checks.core import Case
 from course_utils.corpus import corpus_slice, load_corpus
 from course_utils.tokenisation import real
 from course_utils.tokenisation.bpe import _join_pair
-from course_utils.tokenisation.byte_bpe import encode_chunk_with_ranks
 from course_utils.tokenisation.pretokenise import GPT2_PATTERN, compiled, pretokenise
 from course_utils.tokenisation.trainer import chunk_counts, learn_merges
 
