@@ -15,26 +15,12 @@ import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 
-
-def _check_tensor(name: str, x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
-    return x
-
-
-def _check_dim(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
+from course_utils.validate import float_tensor, positive_int
 
 
 def relu(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
     """max(x, 0) elementwise. ``relu(torch.tensor([-1., 2.]))`` -> ``[0., 2.]``."""
-    return torch.clamp(_check_tensor("x", x), min=0)
+    return torch.clamp(float_tensor("x", x, min_dims=0, finite=False), min=0)
 
 
 def gelu_exact(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
@@ -42,7 +28,7 @@ def gelu_exact(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
 
     ``gelu_exact(torch.tensor([0., 1.]))`` -> ``[0., 0.8413]``; oracle ``nn.GELU()``.
     """
-    x = _check_tensor("x", x)
+    x = float_tensor("x", x, min_dims=0, finite=False)
     return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
 
 
@@ -51,7 +37,7 @@ def gelu_tanh(x: Float[Tensor, "..."]) -> Float[Tensor, "..."]:
 
     ``gelu_tanh(torch.tensor([0., 1.]))`` -> ``[0., 0.8412]``; oracle ``nn.GELU(approximate="tanh")``.
     """
-    x = _check_tensor("x", x)
+    x = float_tensor("x", x, min_dims=0, finite=False)
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
@@ -69,17 +55,24 @@ def mlp_forward(x: Float[Tensor, "... d_model"], W_in: Float[Tensor, "d_model d_
                 activation: str = "gelu_tanh") -> Float[Tensor, "... d_model"]:
     """act(x @ W_in + b_in) @ W_out + b_out, applied to every position on its own (no residual).
 
+    Every tensor must be floating point with finite values (skipped on ``meta``) and the shapes shown.
+
     With ``W_in = W_out = torch.eye(2)``, no biases and ``"relu"``: ``[[-1., 3.]]`` -> ``[[0., 3.]]``.
     """
-    x, W_in, W_out = (_check_tensor(n, t) for n, t in (("x", x), ("W_in", W_in), ("W_out", W_out)))
+    W_in = float_tensor("W_in", W_in, "(d_model, d_mlp)", min_dims=2, finite=False)
+    W_out = float_tensor("W_out", W_out, "(d_mlp, d_model)", min_dims=2, finite=False)
     act = ACTIVATIONS[_check_activation(activation)]
     if W_in.ndim != 2 or W_out.ndim != 2 or W_out.shape != W_in.shape[::-1]:
         raise ValueError(f"W_in must be (d_model, d_mlp) and W_out (d_mlp, d_model), got {tuple(W_in.shape)} and {tuple(W_out.shape)}")
-    if x.ndim < 1 or x.shape[-1] != W_in.shape[0]:
+    x = float_tensor("x", x, "(..., d_model)", finite=False)
+    if x.shape[-1] != W_in.shape[0]:
         raise ValueError(f"x's last dimension must be d_model={W_in.shape[0]}, got shape {tuple(x.shape)}")
     for name, b, width in (("b_in", b_in, W_in.shape[1]), ("b_out", b_out, W_in.shape[0])):
-        if b is not None and (_check_tensor(name, b).shape != (width,)):
+        if b is not None and float_tensor(name, b, f"({width},)", min_dims=0, finite=False).shape != (width,):
             raise ValueError(f"{name} must have shape ({width},), got {tuple(b.shape)}")
+    for name, t in (("x", x), ("W_in", W_in), ("b_in", b_in), ("W_out", W_out), ("b_out", b_out)):
+        if t is not None:
+            float_tensor(name, t)  # shapes first, then values: NaN or inf anywhere is an error naming the tensor
     hidden = x @ W_in  # (..., d_mlp)
     if b_in is not None:
         hidden = hidden + b_in
@@ -93,13 +86,14 @@ class MLP(nn.Module):
     ``MLP(d_model=8)(torch.randn(2, 5, 8))`` has shape (2, 5, 8) and 8·32 + 32 + 32·8 + 8 parameters.
     Initialisation follows GPT-2: weights drawn from a normal with std 0.02, biases zero. ``d_mlp``
     defaults to 4·d_model; with ``bias=False`` the biases are ``None``. Move it with ``.to()``; it
-    computes on the device and dtype of its parameters, which must match the input's.
+    computes on the device and dtype of its parameters, which must match the input's. Each call
+    checks what ``mlp_forward`` checks (the input's width; input and parameters finite).
     """
 
     def __init__(self, d_model: int, d_mlp: int | None = None, activation: str = "gelu_tanh", bias: bool = True):
         super().__init__()
-        self.d_model = _check_dim("d_model", d_model)
-        self.d_mlp = 4 * d_model if d_mlp is None else _check_dim("d_mlp", d_mlp)
+        self.d_model = positive_int("d_model", d_model)
+        self.d_mlp = 4 * d_model if d_mlp is None else positive_int("d_mlp", d_mlp)
         self.activation = _check_activation(activation)
         if not isinstance(bias, bool):
             raise TypeError(f"bias must be a bool, got {type(bias).__name__}")
@@ -120,6 +114,6 @@ def block_weight_split(d_model: int, d_mlp: int | None = None) -> dict[str, int]
 
     ``block_weight_split(512)`` -> ``{"attention": 1048576, "mlp": 2097152}`` (the base Transformer).
     """
-    d_model = _check_dim("d_model", d_model)
-    d_mlp = 4 * d_model if d_mlp is None else _check_dim("d_mlp", d_mlp)
+    d_model = positive_int("d_model", d_model)
+    d_mlp = 4 * d_model if d_mlp is None else positive_int("d_mlp", d_mlp)
     return {"attention": 4 * d_model * d_model, "mlp": 2 * d_model * d_mlp}

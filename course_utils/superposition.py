@@ -17,13 +17,7 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
-
-def _check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
+from course_utils.validate import positive_int
 
 
 def random_unit_vectors(n: int, d: int, seed: int = 0, dtype: torch.dtype = torch.float32) -> Float[Tensor, "n d"]:
@@ -31,7 +25,7 @@ def random_unit_vectors(n: int, d: int, seed: int = 0, dtype: torch.dtype = torc
 
     ``random_unit_vectors(3, 5).norm(dim=1)`` -> ``[1., 1., 1.]``. Move the result with ``.to(device)``.
     """
-    n, d = _check_int("n", n, 1), _check_int("d", d, 1)
+    n, d = positive_int("n", n), positive_int("d", d)
     gen = torch.Generator().manual_seed(seed)
     v = torch.randn(n, d, generator=gen, dtype=dtype)
     return v / v.norm(dim=1, keepdim=True)
@@ -86,7 +80,7 @@ def pairwise_angle_stats(vectors: Float[Tensor, "n d"], chunk_size: int = 512, b
     ``pairwise_angle_stats(torch.eye(3)).max_deviation_deg`` -> ``0.0`` (all pairs perpendicular).
     """
     norms = _check_vectors(vectors)
-    chunk_size, bins = _check_int("chunk_size", chunk_size, 1), _check_int("bins", bins, 1)
+    chunk_size, bins = positive_int("chunk_size", chunk_size), positive_int("bins", bins)
     n, d = vectors.shape
     sum_sq = torch.zeros((), dtype=torch.float64, device=vectors.device)
     sum_abs = torch.zeros((), dtype=torch.float64, device=vectors.device)
@@ -137,7 +131,9 @@ def welch_bound(n: int, d: int) -> float:
     sqrt((n − d) / (d (n − 1))) when n > d; 0 when n ≤ d (n orthogonal vectors fit).
     ``welch_bound(3, 2)`` -> ``0.5`` (three directions 120° apart).
     """
-    n, d = _check_int("n", n, 2), _check_int("d", d, 1)
+    n, d = positive_int("n", n), positive_int("d", d)
+    if n < 2:
+        raise ValueError(f"n must be at least 2 (a bound on pairs needs two vectors), got {n}")
     return math.sqrt((n - d) / (d * (n - 1))) if n > d else 0.0
 
 

@@ -17,13 +17,43 @@ from jaxtyping import Float
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from course_utils.validate import float_tensor, positive_int
+
+
+def _forward(x: Tensor, W: Tensor, b_final: Tensor) -> Tensor:
+    hidden = torch.einsum("ihf,bif->bih", W, x)  # (batch, inst, hidden)
+    return torch.relu(torch.einsum("ihf,bih->bif", W, hidden) + b_final)  # (batch, inst, feat)
+
+
+def _loss(x: Tensor, x_hat: Tensor, importance: Tensor) -> Tensor:
+    return (importance * (x - x_hat).square()).sum(dim=-1).mean(dim=0)
+
+
+def _batched(name: str, t, layout: str, ndim: int) -> Tensor:
+    """``t`` if it is a floating-point tensor with exactly ``ndim`` dims; its values are checked later."""
+    t = float_tensor(name, t, layout, min_dims=ndim, finite=False)
+    if t.ndim != ndim:
+        raise ValueError(f"{name} must have shape {layout}, got shape {tuple(t.shape)}")
+    return t
+
 
 def toy_model_forward(x: Float[Tensor, "batch inst feat"], W: Float[Tensor, "inst hidden feat"],
                       b_final: Float[Tensor, "inst feat"]) -> Float[Tensor, "batch inst feat"]:
     """ReLU(Wᵀ W x + b) for every instance. With W = [[1, 0]] (one instance, 1 hidden, 2 features) and
-    b = 0: ``x = [[[0.5, 0.7]]]`` -> ``[[[0.5, 0.0]]]`` (feature 1 has no direction, so it is lost)."""
-    hidden = torch.einsum("ihf,bif->bih", W, x)  # (batch, inst, hidden)
-    return torch.relu(torch.einsum("ihf,bih->bif", W, hidden) + b_final)  # (batch, inst, feat)
+    b = 0: ``x = [[[0.5, 0.7]]]`` -> ``[[[0.5, 0.0]]]`` (feature 1 has no direction, so it is lost).
+
+    The three shapes must agree (x's and b_final's (inst, feat) are W's) and hold finite values."""
+    W = _batched("W", W, "(inst, hidden, feat)", 3)
+    x = _batched("x", x, "(batch, inst, feat)", 3)
+    b_final = _batched("b_final", b_final, "(inst, feat)", 2)
+    inst, _, feat = W.shape
+    if x.shape[1:] != (inst, feat):
+        raise ValueError(f"x must have shape (batch, inst={inst}, feat={feat}) to match W {tuple(W.shape)}, got shape {tuple(x.shape)}")
+    if b_final.shape != (inst, feat):
+        raise ValueError(f"b_final must have shape (inst={inst}, feat={feat}) to match W {tuple(W.shape)}, got shape {tuple(b_final.shape)}")
+    for name, t in (("x", x), ("W", W), ("b_final", b_final)):
+        float_tensor(name, t)  # shapes first, then values
+    return _forward(x, W, b_final)
 
 
 def importance_weighted_loss(x: Float[Tensor, "batch inst feat"], x_hat: Float[Tensor, "batch inst feat"],
@@ -31,8 +61,18 @@ def importance_weighted_loss(x: Float[Tensor, "batch inst feat"], x_hat: Float[T
     """Per instance: the mean over the batch of Σ_features importance · (x − x')².
 
     ``importance_weighted_loss(ones(1,1,2), zeros(1,1,2), tensor([[1., .5]]))`` -> ``[1.5]``.
+    x and x_hat must have the same shape, importance x's (inst, feat); all finite.
     """
-    return (importance * (x - x_hat).square()).sum(dim=-1).mean(dim=0)
+    x = _batched("x", x, "(batch, inst, feat)", 3)
+    x_hat = float_tensor("x_hat", x_hat, "(batch, inst, feat)", finite=False)
+    importance = float_tensor("importance", importance, "(inst, feat)", finite=False)
+    if x_hat.shape != x.shape:
+        raise ValueError(f"x_hat must have the shape of x {tuple(x.shape)} (batch, inst, feat), got shape {tuple(x_hat.shape)}")
+    if importance.shape != x.shape[1:]:
+        raise ValueError(f"importance must have shape (inst, feat) = {tuple(x.shape[1:])} to match x, got shape {tuple(importance.shape)}")
+    for name, t in (("x", x), ("x_hat", x_hat), ("importance", importance)):
+        float_tensor(name, t)  # shapes first, then values
+    return _loss(x, x_hat, importance)
 
 
 def _per_instance(name: str, value, n_instances: int, n_features: int | None) -> Tensor:
@@ -57,10 +97,7 @@ class ToyModel(nn.Module):
                  seed: int | None = None):
         super().__init__()
         for name, value in (("n_instances", n_instances), ("n_features", n_features), ("n_hidden", n_hidden)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value}")
+            positive_int(name, value)
         sparsity = _per_instance("sparsity", sparsity, n_instances, None)
         if ((sparsity < 0) | (sparsity >= 1)).any():
             raise ValueError(f"sparsity must lie in [0, 1) (1 would mean features are never present), got {sparsity.tolist()}")
@@ -78,7 +115,7 @@ class ToyModel(nn.Module):
         if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[1:] != (self.n_instances, self.n_features):
             raise ValueError(f"x must have shape (batch, n_instances={self.n_instances}, n_features={self.n_features}), "
                              f"got {getattr(x, 'shape', type(x).__name__)}")
-        return toy_model_forward(x, self.W, self.b_final)
+        return _forward(x, self.W, self.b_final)  # the parameters' shapes are the module's own
 
     def hidden(self, x: Float[Tensor, "batch inst feat"]) -> Float[Tensor, "batch inst hidden"]:
         """The m-dimensional code h = W x that the features are squeezed into."""
@@ -94,7 +131,7 @@ class ToyModel(nn.Module):
         return torch.where(u < density, u / density, torch.zeros((), device=u.device))
 
     def loss(self, x: Float[Tensor, "batch inst feat"]) -> Float[Tensor, "inst"]:
-        return importance_weighted_loss(x, self(x), self.importance)
+        return _loss(x, self(x), self.importance)  # self(x) checked x's shape
 
 
 @contextlib.contextmanager
@@ -119,9 +156,8 @@ def train_toy_models(model: ToyModel, steps: int = 2000, batch_size: int = 512, 
     Seeds its own generator, so ``train_toy_models(ToyModel(...), seed=0)`` is reproducible on a fixed
     machine. The learning rate decays as a cosine to a tenth of ``lr``. Runs single-threaded on the CPU.
     """
-    for name, value in (("steps", steps), ("batch_size", batch_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    positive_int("steps", steps)
+    positive_int("batch_size", batch_size)
     gen = torch.Generator(device=model.W.device).manual_seed(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=steps, eta_min=lr / 10)
@@ -166,8 +202,7 @@ def feature_dimensionality(W: Float[Tensor, "... hidden feat"], eps: float = 1e-
     Equal to ‖W_i‖⁴ / Σ_j (W_i · W_j)². 1 for a feature alone in its direction, 1/2 for an
     antipodal pair, 2/5 for each corner of a pentagon; 0 for a feature with W_i = 0.
     """
-    if not isinstance(W, Tensor) or W.ndim < 2:
-        raise ValueError(f"W must be a tensor of shape (..., hidden, feat), got {getattr(W, 'shape', type(W).__name__)}")
+    W = float_tensor("W", W, "(..., hidden, feat)", min_dims=2)
     norms = W.norm(dim=-2, keepdim=True)  # (..., 1, feat)
     unit = W / norms.clamp_min(eps)
     overlaps = (unit.transpose(-1, -2) @ W).square().sum(dim=-1)  # (..., feat): Σ_j (Ŵ_i · W_j)²

@@ -104,8 +104,8 @@ def test_block_weight_split_matches_module_parameter_counts():
 
 @pytest.mark.parametrize("kwargs,exc,word", [
     ({"d_model": 0}, ValueError, "d_model"),
-    ({"d_model": 2.5}, TypeError, "d_model"),
-    ({"d_model": True}, TypeError, "d_model"),
+    ({"d_model": 2.5}, ValueError, "d_model"),
+    ({"d_model": True}, ValueError, "d_model"),
     ({"d_model": 4, "d_mlp": 0}, ValueError, "d_mlp"),
     ({"d_model": 4, "activation": "swish"}, ValueError, "activation"),
     ({"d_model": 4, "bias": "yes"}, TypeError, "bias"),
@@ -129,6 +129,52 @@ def test_bad_inputs_name_the_argument():
         mlp_forward(torch.randn(2, 4), torch.randn(4, 8), torch.randn(4), torch.randn(8, 4), None)
     with pytest.raises(TypeError, match="x"):
         gelu_tanh([1.0])
+
+
+def _weights(d_model=4, d_mlp=8):
+    return {"x": _x(2, 3, d_model), "W_in": _x(d_model, d_mlp, seed=1), "b_in": _x(d_mlp, seed=2),
+            "W_out": _x(d_mlp, d_model, seed=3), "b_out": _x(d_model, seed=4)}
+
+
+@pytest.mark.parametrize("name", ["x", "W_in", "b_in", "W_out", "b_out"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_functional_forward_rejects_non_finite_tensors_by_name(name, bad):
+    args = _weights()
+    args[name] = args[name].clone()
+    args[name].view(-1)[1] = bad
+    with pytest.raises(ValueError, match=rf"^{name} contains NaN or inf"):
+        mlp_forward(**args)
+
+
+@pytest.mark.parametrize("name", ["W_in", "b_in", "W_out", "b_out"])
+def test_module_rejects_a_non_finite_parameter_by_name(name):
+    mlp = MLP(4, 8)
+    with torch.no_grad():
+        getattr(mlp, name).view(-1)[0] = float("nan")
+    with pytest.raises(ValueError, match=rf"^{name} contains NaN or inf"):
+        mlp(torch.randn(2, 4))
+
+
+def test_module_rejects_a_non_finite_input():
+    x = torch.randn(2, 3, 4)
+    x[1, 2, 0] = float("inf")
+    with pytest.raises(ValueError, match="^x contains NaN or inf"):
+        MLP(4)(x)
+
+
+def test_bad_weight_shapes_name_the_argument():
+    args = _weights()
+    with pytest.raises(ValueError, match="W_in"):
+        mlp_forward(**{**args, "W_in": _x(4)})
+    with pytest.raises(TypeError, match="W_out"):
+        mlp_forward(**{**args, "W_out": [[1.0]]})
+    with pytest.raises(ValueError, match="b_out"):
+        mlp_forward(**{**args, "b_out": _x(8)})
+
+
+def test_non_finite_checks_are_skipped_on_meta():
+    meta = {name: torch.empty(t.shape, device="meta") for name, t in _weights().items()}
+    assert mlp_forward(**meta).device.type == "meta"
 
 
 @pytest.mark.gpu

@@ -94,7 +94,10 @@ def test_welch_bound_is_never_beaten_and_is_zero_when_vectors_fit_orthogonally()
 @pytest.mark.parametrize("call,exc,word", [
     (lambda: welch_bound(1, 3), ValueError, "n"),
     (lambda: welch_bound(5, 0), ValueError, "d"),
-    (lambda: welch_bound(5.0, 2), TypeError, "n"),
+    (lambda: welch_bound(5.0, 2), ValueError, "n must be a positive int"),
+    (lambda: welch_bound(0, 2), ValueError, "^n must"),
+    (lambda: random_unit_vectors(0, 3), ValueError, "^n must"),
+    (lambda: pairwise_angle_stats(torch.eye(3), bins=0), ValueError, "^bins"),
     (lambda: random_unit_vectors(3, 0), ValueError, "d"),
     (lambda: pairwise_angle_stats(torch.randn(1, 4)), ValueError, "at least two"),
     (lambda: pairwise_angle_stats(torch.randn(4)), ValueError, r"\(n, d\)"),
@@ -194,8 +197,70 @@ def test_bad_toy_model_arguments_name_the_argument(kwargs, exc, word):
 def test_bad_toy_inputs_name_the_argument():
     with pytest.raises(ValueError, match="x must have shape"):
         ToyModel(2, 5, 2)(torch.rand(4, 2, 6))
-    with pytest.raises(ValueError, match="W must be"):
+    with pytest.raises(ValueError, match=r"^W must have at least 2 dims of shape \(\.\.\., hidden, feat\)"):
         feature_dimensionality(torch.ones(3))
+
+
+def _toy_args(inst=3, hidden=2, feat=5, batch=4):
+    gen = torch.Generator().manual_seed(0)
+    return {"x": torch.rand(batch, inst, feat, generator=gen), "W": torch.randn(inst, hidden, feat, generator=gen),
+            "b_final": torch.randn(inst, feat, generator=gen)}
+
+
+@pytest.mark.parametrize("name", ["x", "W", "b_final"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_toy_model_forward_rejects_non_finite_tensors_by_name(name, bad):
+    args = _toy_args()
+    args[name].view(-1)[2] = bad
+    with pytest.raises(ValueError, match=rf"^{name} contains NaN or inf"):
+        toy_model_forward(**args)
+
+
+@pytest.mark.parametrize("name,bad_shape", [
+    ("x", (4, 3, 6)), ("x", (4, 2, 5)), ("x", (3, 5)), ("b_final", (3, 6)), ("b_final", (5,)), ("W", (2, 5)),
+])
+def test_toy_model_forward_mismatched_shapes_name_the_argument(name, bad_shape):
+    args = _toy_args()
+    args[name] = torch.rand(bad_shape)
+    with pytest.raises(ValueError, match=rf"^{name} must have (shape|at least)"):
+        toy_model_forward(**args)
+
+
+@pytest.mark.parametrize("name,bad_shape", [("x_hat", (4, 3, 6)), ("x_hat", (3, 5)), ("importance", (3, 6)), ("importance", (6,)),
+                                            ("x", (3, 5))])
+def test_importance_weighted_loss_mismatched_shapes_name_the_argument(name, bad_shape):
+    args = {"x": torch.rand(4, 3, 5), "x_hat": torch.rand(4, 3, 5), "importance": torch.rand(3, 5), name: torch.rand(bad_shape)}
+    with pytest.raises(ValueError, match=rf"^{name} must have"):
+        importance_weighted_loss(**args)
+
+
+@pytest.mark.parametrize("name", ["x", "x_hat", "importance"])
+def test_importance_weighted_loss_rejects_non_finite_tensors_by_name(name):
+    args = {"x": torch.rand(4, 3, 5), "x_hat": torch.rand(4, 3, 5), "importance": torch.rand(3, 5)}
+    args[name].view(-1)[0] = float("nan")
+    with pytest.raises(ValueError, match=rf"^{name} contains NaN or inf"):
+        importance_weighted_loss(**args)
+
+
+def test_feature_dimensionality_rejects_non_finite_W():
+    W = torch.randn(2, 5)
+    W[1, 3] = float("nan")
+    with pytest.raises(ValueError, match="^W contains NaN or inf"):
+        feature_dimensionality(W)
+    with pytest.raises(TypeError, match="^W must be a torch.Tensor"):
+        feature_dimensionality([[1.0, 0.0]])
+
+
+def test_toy_checks_are_skipped_on_meta():
+    meta = {name: torch.empty(t.shape, device="meta") for name, t in _toy_args().items()}
+    assert toy_model_forward(**meta).device.type == "meta"
+    assert feature_dimensionality(meta["W"]).device.type == "meta"
+
+
+@pytest.mark.parametrize("kwargs,word", [({"n_instances": 2.0}, "^n_instances"), ({"n_features": True}, "^n_features")])
+def test_toy_model_sizes_must_be_positive_ints(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        ToyModel(**{"n_instances": 2, "n_features": 5, "n_hidden": 2, **kwargs})
 
 
 # -- sparse autoencoder ---------------------------------------------------------------------------
