@@ -25,8 +25,8 @@ import torch.nn.functional as F
 from jaxtyping import Bool, Float
 from torch import Tensor, nn
 
-from course_utils.softmax import masked_softmax_
-from course_utils.validate import has_data
+from course_utils.softmax import masked_softmax_, row_entropy
+from course_utils.validate import bool_tensor, float_tensor, has_data, positive_int
 
 IMPLS = ("reference", "fused")
 
@@ -68,9 +68,7 @@ def _check_pair(q: Tensor, k: Tensor) -> None:
 def _check_mask(mask: object, q: Tensor, k: Tensor) -> Tensor | None:
     if mask is None:
         return None
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise TypeError(f"mask must be a torch.bool tensor (True = may attend), got {got}")
+    bool_tensor("mask", mask)
     target = (*q.shape[:-1], k.shape[-2])  # (..., q_pos, k_pos)
     if mask.ndim > len(target):
         raise ValueError(f"mask has shape {_shape(mask)}, more dims than the scores {target}")
@@ -163,10 +161,8 @@ def pattern_entropy(pattern: Float[Tensor, "... q_pos k_pos"]) -> Float[Tensor, 
 
     log(k_pos) for a uniform row, 0 for a one-hot (saturated) row.
     """
-    if not isinstance(pattern, torch.Tensor) or not pattern.is_floating_point():
-        raise TypeError(f"pattern must be a floating-point torch.Tensor, got {getattr(pattern, 'dtype', type(pattern).__name__)}")
-    logs = torch.where(pattern > 0, pattern.log(), torch.zeros_like(pattern))
-    return -(pattern * logs).sum(dim=-1)
+    float_tensor("pattern", pattern, "(..., q_pos, k_pos)", finite=False)
+    return row_entropy(pattern)
 
 
 def random_scores(n_queries: int, n_keys: int, d_k: int, *, scaled: bool, seed: int = 0) -> Float[Tensor, "n_queries n_keys"]:
@@ -174,9 +170,7 @@ def random_scores(n_queries: int, n_keys: int, d_k: int, *, scaled: bool, seed: 
 
     ``random_scores(300, 300, 64, scaled=False).var()`` -> about 64; with ``scaled=True`` about 1.
     """
-    for name, n in (("n_queries", n_queries), ("n_keys", n_keys), ("d_k", d_k)):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"{name} must be a positive int, got {n!r}")
+    positive_int("n_queries", n_queries), positive_int("n_keys", n_keys), positive_int("d_k", d_k)
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(n_queries, d_k, generator=gen, dtype=torch.float64)
     k = torch.randn(n_keys, d_k, generator=gen, dtype=torch.float64)
@@ -210,9 +204,7 @@ class AttentionHead(nn.Module):
 
     def __init__(self, d_model: int, d_head: int, init_std: float = 0.02):
         super().__init__()
-        for name, n in (("d_model", d_model), ("d_head", d_head)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"{name} must be a positive int, got {n!r}")
+        positive_int("d_model", d_model), positive_int("d_head", d_head)
         self.d_model, self.d_head = d_model, d_head
         self.W_Q = nn.Parameter(torch.randn(d_model, d_head) * init_std)
         self.W_K = nn.Parameter(torch.randn(d_model, d_head) * init_std)

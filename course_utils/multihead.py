@@ -20,13 +20,11 @@ from jaxtyping import Bool, Float
 from torch import Tensor, nn
 
 from course_utils.attention import attention_pattern, scaled_dot_product_attention
+from course_utils.validate import positive_int
 
 
 def _check_n_heads(d_model: int, n_heads) -> int:
-    if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 1:
-        raise ValueError(f"d_model must be a positive int, got {d_model!r}")
-    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+    positive_int("d_model", d_model), positive_int("n_heads", n_heads)
     if d_model % n_heads:
         raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
     return n_heads
@@ -174,6 +172,7 @@ def attention_cost(d_model: int, n_heads: int, n_ctx: int, bias: bool = True) ->
     big head does.
     """
     d_head = d_model // _check_n_heads(d_model, n_heads)
+    positive_int("n_ctx", n_ctx)
     projections = 4 * 2 * n_ctx * d_model * d_model  # W_Q, W_K, W_V, W_O
     scores = n_heads * 2 * n_ctx * n_ctx * d_head  # q kᵀ in every head
     mixing = n_heads * 2 * n_ctx * n_ctx * d_head  # pattern @ v in every head

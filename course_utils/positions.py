@@ -23,25 +23,22 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
-from course_utils.validate import positive_int
+from course_utils.validate import float_tensor, integer, positive_int
 
 BASE = 10_000.0
-
-
-def _positive_int(name: str, n: object, even: bool = False) -> int:
-    return positive_int(name, n, even=even, why="features are rotated in pairs")
+PAIRS = "features are rotated in pairs"  # why a width must be even
 
 
 def sinusoid_frequencies(d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64) -> Float[Tensor, "half"]:
     """Angular speed of each feature pair, 1 / base^(2i / d_model): ``sinusoid_frequencies(4)`` -> ``[1.0, 0.01]``."""
-    _positive_int("d_model", d_model, even=True)
+    positive_int("d_model", d_model, even=True, why=PAIRS)
     two_i = torch.arange(0, d_model, 2, dtype=dtype)  # (d_model // 2,)
     return base ** (-two_i / d_model)
 
 
 def sinusoidal_encoding(n_ctx: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32) -> Float[Tensor, "n_ctx d_model"]:
     """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(same): ``sinusoidal_encoding(2, 4)[1]`` -> ``[0.841, 0.540, 0.010, 1.000]``."""
-    _positive_int("n_ctx", n_ctx)
+    positive_int("n_ctx", n_ctx)
     angles = torch.arange(n_ctx, dtype=torch.float64)[:, None] * sinusoid_frequencies(d_model, base)  # (n_ctx, d_model // 2)
     pe = torch.stack([angles.sin(), angles.cos()], dim=-1)  # (n_ctx, d_model // 2, 2)
     return pe.reshape(n_ctx, d_model).to(dtype)  # (n_ctx, d_model): sin, cos, sin, cos, ...
@@ -53,8 +50,7 @@ def shift_rotation(k: int, d_model: int, base: float = BASE, dtype: torch.dtype 
     Each (sin a, cos a) pair moves to (sin(a+b), cos(a+b)) by the addition formulas, with b = k ×
     frequency: ``shift_rotation(1, 2) @ [sin 1, cos 1]`` -> ``[sin 2, cos 2]``.
     """
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int offset, got {type(k).__name__}")
+    integer("k", k)
     b = k * sinusoid_frequencies(d_model, base, dtype)  # (d_model // 2,)
     blocks = [torch.stack([torch.stack([c, s]), torch.stack([-s, c])]) for c, s in zip(b.cos(), b.sin())]
     return torch.block_diag(*blocks)  # (d_model, d_model): one 2×2 rotation per pair
@@ -68,11 +64,11 @@ class LearnedPositionEmbedding(nn.Module):
 
     def __init__(self, n_ctx: int, d_model: int, init_std: float = 0.01):
         super().__init__()
-        self.n_ctx, self.d_model = _positive_int("n_ctx", n_ctx), _positive_int("d_model", d_model)
+        self.n_ctx, self.d_model = positive_int("n_ctx", n_ctx), positive_int("d_model", d_model)
         self.W_pos = nn.Parameter(torch.randn(n_ctx, d_model) * init_std)
 
     def forward(self, seq_len: int) -> Float[Tensor, "pos d_model"]:
-        _positive_int("seq_len", seq_len)
+        positive_int("seq_len", seq_len)
         if seq_len > self.n_ctx:
             raise ValueError(f"seq_len={seq_len} is longer than n_ctx={self.n_ctx}: a learned table has no rows beyond it")
         return self.W_pos[:seq_len]  # (pos, d_model)
@@ -96,7 +92,7 @@ def halves_order(d_head: int) -> Int[Tensor, "d_head"]:
 
     ``rope_rotate(x[..., order], layout="halves") == rope_rotate(x)[..., order]``.
     """
-    _positive_int("d_head", d_head, even=True)
+    positive_int("d_head", d_head, even=True, why=PAIRS)
     return torch.cat([torch.arange(0, d_head, 2), torch.arange(1, d_head, 2)])
 
 
@@ -115,12 +111,9 @@ def rope_rotate(
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point torch.Tensor of shape (..., pos, d_head), got {getattr(x, 'dtype', type(x).__name__)}")
-    if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., pos, d_head), got shape {tuple(x.shape)}")
+    float_tensor("x", x, "(..., pos, d_head)", min_dims=2, finite=False)
     d_head, n_pos = x.shape[-1], x.shape[-2]
-    _positive_int("d_head (the last dim of x)", d_head, even=True)
+    positive_int("d_head (the last dim of x)", d_head, even=True, why=PAIRS)
     if positions is None:
         positions = torch.arange(n_pos, device=x.device)
     if not isinstance(positions, torch.Tensor) or positions.shape != (n_pos,):

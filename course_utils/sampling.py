@@ -3,7 +3,8 @@
 Every function works on the last dimension, so a batch of rows ``(..., d_vocab)`` works too.
 ``next_token_distribution`` is the whole pipeline (temperature, then top-k, then top-p) and returns
 the distribution a sampler draws from, which keeps the maths deterministic and testable;
-``sample_next_token`` draws from it with an explicit ``torch.Generator``; ``generate`` is the loop
+``sample_next_token`` draws from it with an explicit ``torch.Generator`` (``sample_counts`` and
+``sample_shares`` tally many draws, to set beside the distribution); ``generate`` is the loop
 that picks a token, appends it to the input and runs the model again; ``cross_entropy`` is the
 training loss on the same logits (minus the log-probability of the right next token).
 
@@ -22,28 +23,92 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from course_utils.softmax import softmax
+from course_utils.softmax import row_entropy, softmax
+from course_utils.validate import (float_tensor, has_data, int_in, int_tensor, non_negative_int, number, number_in,
+                                   positive_int)
 
 
-def _check_logits(logits, name: str = "logits") -> None:
-    if not isinstance(logits, Tensor) or not logits.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point torch.Tensor, got {getattr(logits, 'dtype', type(logits).__name__)}")
-    if logits.ndim == 0 or logits.shape[-1] == 0:
-        raise ValueError(f"{name} must have a non-empty last dimension (d_vocab), got shape {tuple(logits.shape)}")
-    if torch.isnan(logits).any():
+def _check_rows(x, name: str, *, probs: bool = False) -> Tensor:
+    """Logits (or, with ``probs=True``, probabilities) along the last dim, checked with one host sync.
+
+    Values are not read on the ``meta`` device (no data there).
+    """
+    float_tensor(name, x, "(..., d_vocab)", finite=False)  # -inf logits are allowed: a masked token
+    if x.shape[-1] == 0:
+        raise ValueError(f"{name} must have a non-empty last dimension (d_vocab), got shape {tuple(x.shape)}")
+    if not has_data(x):
+        return x
+    checks = [x.isnan().any(), x.isposinf().any(), x.amax(dim=-1).isneginf().any()]
+    if probs:
+        checks += [(x < 0).any(), (x.sum(dim=-1) <= 0).any()]
+    nan, pos_inf, empty_row, *more = torch.stack(checks).tolist()  # one transfer to the host, not five
+    if nan:
         raise ValueError(f"{name} contains NaN")
-    if torch.isposinf(logits).any():
+    if pos_inf:
         raise ValueError(f"{name} contains +inf; use large finite values instead")
-    if torch.isneginf(logits.amax(dim=-1)).any():
+    if empty_row:
         raise ValueError(f"every entry of a row of {name} is -inf: there is no token left to choose")
+    if probs and more[0]:
+        raise ValueError("probs must be non-negative (pass probabilities, not logits)")
+    if probs and more[1]:
+        raise ValueError("every row of probs must have some positive probability (a row of zeros has no distribution)")
+    return x
+
+
+def _check_logits(logits) -> Tensor:
+    return _check_rows(logits, "logits")
+
+
+def _check_probs(probs) -> Tensor:
+    return _check_rows(probs, "probs", probs=True)
 
 
 def _check_temperature(temperature) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not math.isfinite(temperature) or temperature < 0:
+    t = number("temperature", temperature)
+    if not math.isfinite(t) or t < 0:
         raise ValueError(f"temperature must be a finite number >= 0 (0 means greedy), got {temperature}")
-    return float(temperature)
+    return t
+
+
+def _check_top_k(top_k, d_vocab: int) -> int:
+    return int_in("top_k", top_k, 1, d_vocab, high_name="d_vocab")
+
+
+def _check_top_p(top_p) -> float:
+    return number_in("top_p", top_p, 0, 1, low_open=True)
+
+
+# The arithmetic of each step, on inputs already checked. Public functions validate once, where a
+# value enters, then call these, so one redraw checks its logits once (each check is a host sync on a GPU).
+
+def _scaled(logits: Tensor, temperature: float) -> Tensor:
+    return (logits - logits.amax(dim=-1, keepdim=True)) / temperature
+
+
+def _greedy_one_hot(logits: Tensor) -> Tensor:
+    index = logits.argmax(dim=-1, keepdim=True)  # (..., 1)
+    return torch.zeros_like(logits).scatter_(-1, index, 1.0)  # (..., d_vocab), in the logits' dtype and device
+
+
+def _renormalise(probs: Tensor, keep: Tensor) -> Tensor:
+    kept = probs * keep
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
+def _top_k_unchecked(probs: Tensor, k: int) -> Tensor:
+    order = probs.argsort(dim=-1, descending=True, stable=True)  # (..., d_vocab) token ids, best first
+    rank = order.argsort(dim=-1, stable=True)  # rank of each token
+    return _renormalise(probs, rank < k)
+
+
+def _top_p_unchecked(probs: Tensor, p: float) -> Tensor:
+    if p == 1:
+        return probs / probs.sum(dim=-1, keepdim=True)
+    sorted_probs, order = probs.sort(dim=-1, descending=True, stable=True)  # (..., d_vocab)
+    before = sorted_probs.cumsum(dim=-1) - sorted_probs  # mass strictly ahead of each token
+    keep_sorted = before < p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # back to token order
+    return _renormalise(probs, keep)
 
 
 def apply_temperature(logits: Float[Tensor, "... d_vocab"], temperature: float) -> Float[Tensor, "... d_vocab"]:
@@ -57,7 +122,7 @@ def apply_temperature(logits: Float[Tensor, "... d_vocab"], temperature: float) 
     temperature = _check_temperature(temperature)
     if temperature == 0:
         raise ValueError("temperature must be > 0 in apply_temperature; T = 0 is the greedy limit: use greedy(logits)")
-    return (logits - logits.amax(dim=-1, keepdim=True)) / temperature
+    return _scaled(logits, temperature)
 
 
 def greedy(logits: Float[Tensor, "... d_vocab"]) -> Int[Tensor, "..."]:
@@ -68,21 +133,8 @@ def greedy(logits: Float[Tensor, "... d_vocab"]) -> Int[Tensor, "..."]:
 
 def greedy_distribution(logits: Float[Tensor, "... d_vocab"]) -> Float[Tensor, "... d_vocab"]:
     """One-hot on the greedy choice: ``greedy_distribution(tensor([1., 3.]))`` -> ``[0., 1.]``."""
-    index = greedy(logits)
-    return torch.nn.functional.one_hot(index, logits.shape[-1]).to(logits.dtype)
-
-
-def _renormalise(probs: Tensor, keep: Tensor) -> Tensor:
-    kept = probs * keep
-    return kept / kept.sum(dim=-1, keepdim=True)
-
-
-def _check_probs(probs) -> None:
-    _check_logits(probs, "probs")
-    if (probs < 0).any():
-        raise ValueError("probs must be non-negative (pass probabilities, not logits)")
-    if (probs.sum(dim=-1) <= 0).any():
-        raise ValueError("every row of probs must have some positive probability (a row of zeros has no distribution)")
+    _check_logits(logits)
+    return _greedy_one_hot(logits)
 
 
 def top_k_filter(probs: Float[Tensor, "... d_vocab"], k: int) -> Float[Tensor, "... d_vocab"]:
@@ -91,14 +143,7 @@ def top_k_filter(probs: Float[Tensor, "... d_vocab"], k: int) -> Float[Tensor, "
     Exactly ``k`` tokens survive; ties are broken towards the lower index.
     """
     _check_probs(probs)
-    d_vocab = probs.shape[-1]
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"top_k must be an int, got {type(k).__name__}")
-    if not 1 <= k <= d_vocab:
-        raise ValueError(f"top_k must be between 1 and d_vocab={d_vocab}, got {k}")
-    order = probs.argsort(dim=-1, descending=True, stable=True)  # (..., d_vocab) token ids, best first
-    rank = order.argsort(dim=-1, stable=True)  # rank of each token
-    return _renormalise(probs, rank < k)
+    return _top_k_unchecked(probs, _check_top_k(k, probs.shape[-1]))
 
 
 def top_p_filter(probs: Float[Tensor, "... d_vocab"], p: float) -> Float[Tensor, "... d_vocab"]:
@@ -109,17 +154,7 @@ def top_p_filter(probs: Float[Tensor, "... d_vocab"], p: float) -> Float[Tensor,
     so the most likely token always survives; ``p = 1`` keeps everything.
     """
     _check_probs(probs)
-    if isinstance(p, bool) or not isinstance(p, (int, float)):
-        raise TypeError(f"top_p must be a number, got {type(p).__name__}")
-    if not 0 < p <= 1:
-        raise ValueError(f"top_p must be in (0, 1], got {p}")
-    if p == 1:
-        return probs / probs.sum(dim=-1, keepdim=True)
-    sorted_probs, order = probs.sort(dim=-1, descending=True, stable=True)  # (..., d_vocab)
-    before = sorted_probs.cumsum(dim=-1) - sorted_probs  # mass strictly ahead of each token
-    keep_sorted = before < p
-    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)  # back to token order
-    return _renormalise(probs, keep)
+    return _top_p_unchecked(probs, _check_top_p(p))
 
 
 def next_token_distribution(
@@ -128,18 +163,20 @@ def next_token_distribution(
     """The distribution to sample from: ``next_token_distribution(tensor([6.2, 4.9, 2.1, 1.0]))`` ->
     ``[0.772, 0.211, 0.013, 0.004]``. Order: temperature, then top-k, then top-p (each renormalises).
 
-    ``temperature=0`` takes the explicit greedy branch (one-hot on the largest logit).
+    ``temperature=0`` takes the explicit greedy branch (one-hot on the largest logit). Every argument
+    is checked here, once; the steps after it run unchecked.
     """
     _check_logits(logits)
     temperature = _check_temperature(temperature)
-    if temperature == 0:
-        probs = greedy_distribution(logits)
-    else:
-        probs = softmax(apply_temperature(logits, temperature), dim=-1)
     if top_k is not None:
-        probs = top_k_filter(probs, top_k)
+        top_k = _check_top_k(top_k, logits.shape[-1])
     if top_p is not None:
-        probs = top_p_filter(probs, top_p)
+        top_p = _check_top_p(top_p)
+    probs = _greedy_one_hot(logits) if temperature == 0 else softmax(_scaled(logits, temperature), dim=-1)
+    if top_k is not None:
+        probs = _top_k_unchecked(probs, top_k)
+    if top_p is not None:
+        probs = _top_p_unchecked(probs, top_p)
     return probs
 
 
@@ -165,18 +202,30 @@ def sample_counts(probs: Float[Tensor, "d_vocab"], n_samples: int, generator: to
     _check_probs(probs)
     if probs.ndim != 1:
         raise ValueError(f"probs must be 1-d (one distribution), got shape {tuple(probs.shape)}")
-    n_samples = int(n_samples)
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    n_samples = positive_int("n_samples", n_samples)
     draws = torch.multinomial(probs, n_samples, replacement=True, generator=generator)
     return torch.bincount(draws, minlength=probs.shape[-1])
+
+
+def sample_shares(counts: Int[Tensor, "... d_vocab"],
+                  dtype: torch.dtype = torch.float64) -> Float[Tensor, "... d_vocab"]:
+    """Each token's share of the draws, counts over their total: ``sample_shares(tensor([1, 3]))`` -> ``[0.25, 0.75]``.
+
+    Set beside the probabilities, it shows how close n samples come to the distribution they were drawn from.
+    """
+    int_tensor("counts", counts, " (as sample_counts returns)")
+    if counts.ndim == 0:
+        raise ValueError("counts must have a last dimension (d_vocab), got a 0-d tensor")
+    total = counts.sum(dim=-1, keepdim=True)  # (..., 1)
+    if has_data(counts) and bool(((counts < 0).any(dim=-1, keepdim=True) | (total <= 0)).any()):
+        raise ValueError(f"counts must be >= 0 with a positive total in every row (shape {tuple(counts.shape)})")
+    return counts.to(dtype) / total
 
 
 def entropy(probs: Float[Tensor, "... d_vocab"]) -> Float[Tensor, "..."]:
     """Entropy in nats, with 0·log 0 = 0: ``entropy(tensor([0.5, 0.5]))`` -> ``0.693``; one-hot -> ``0``."""
     _check_probs(probs)
-    logs = torch.where(probs > 0, probs.log(), torch.zeros_like(probs))
-    return -(probs * logs).sum(dim=-1) + 0.0  # + 0.0 turns -0.0 (a one-hot row) into 0.0
+    return row_entropy(probs) + 0.0  # + 0.0 turns -0.0 (a one-hot row) into 0.0
 
 
 def cross_entropy(logits: Float[Tensor, "n d_vocab"], targets: Int[Tensor, "n"]) -> Float[Tensor, ""]:
@@ -208,8 +257,7 @@ def generate(next_token_logits: Callable[[Tensor], Tensor], prompt: Sequence[int
     logits for the token after it (``(d_vocab,)``, or ``(pos, d_vocab)`` of which the last row is
     used, as a model's output is). Returns prompt + new tokens as a list of ids.
     """
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+    non_negative_int("max_new_tokens", max_new_tokens)
     ids = [int(t) for t in (prompt.tolist() if isinstance(prompt, Tensor) else prompt)]
     if not ids:
         raise ValueError("prompt must hold at least one token id")

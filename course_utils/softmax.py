@@ -1,7 +1,9 @@
 """Softmax, the function that turns a row of scores into probabilities.
 
-Covers the numerically stable softmax used everywhere in the course. Temperature, sampling and
-masking build on it in later modules; this one stays small on purpose.
+Covers the numerically stable softmax used everywhere in the course, its masked form, and
+``row_entropy``, the entropy of its output rows (with 0·log 0 = 0), shared by attention patterns
+and next-token distributions. Temperature, sampling and masking build on it in later modules;
+this one stays small on purpose.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ from __future__ import annotations
 import torch
 from jaxtyping import Float
 from torch import Tensor
+
+from course_utils.masking import validate_mask
+from course_utils.validate import float_tensor
 
 
 def softmax(x: Float[Tensor, "... n"], dim: int = -1) -> Float[Tensor, "... n"]:
@@ -42,12 +47,7 @@ def masked_softmax(
         raise TypeError(f"scores must be a floating-point torch.Tensor, got {getattr(scores, 'dtype', type(scores).__name__)}")
     if mask is None:
         return softmax(scores, dim=dim)
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        raise TypeError(f"mask must be a torch.bool tensor (True = may attend), got {getattr(mask, 'dtype', type(mask).__name__)}")
-    try:
-        mask = torch.broadcast_to(mask.to(scores.device), scores.shape)
-    except RuntimeError as exc:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores of shape {tuple(scores.shape)}") from exc
+    mask = validate_mask(mask, scores.shape).to(scores.device)  # bool, broadcast to the scores' shape
     return masked_softmax_(scores.masked_fill(~mask, float("-inf")), None, dim=dim)
 
 
@@ -68,3 +68,14 @@ def masked_softmax_(scores: Float[Tensor, "... k_pos"], mask: Tensor | None, dim
     exps = (scores - row_max).exp() if grad else scores.sub_(row_max).exp_()
     total = exps.sum(dim=dim, keepdim=True).clamp_min(torch.finfo(scores.dtype).tiny)
     return exps / total if grad else exps.div_(total)
+
+
+def row_entropy(p: Float[Tensor, "... n"], dim: int = -1) -> Float[Tensor, "..."]:
+    """Entropy in nats along ``dim``, with 0·log 0 = 0: ``row_entropy(tensor([0.5, 0.5]))`` -> ``0.693``.
+
+    log(n) for a uniform row, 0 for a one-hot row and for an all-zero (fully masked) row. Checks the
+    type only: callers check the values (``sampling.entropy`` wants real distributions).
+    """
+    float_tensor("p", p, finite=False)
+    logs = torch.where(p > 0, p.log(), torch.zeros_like(p))  # 0·log 0 = 0, never 0·(-inf) = NaN
+    return -(p * logs).sum(dim=dim)

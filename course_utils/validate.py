@@ -8,6 +8,11 @@ device, which carry shapes but no data, so every Core function can run on ``meta
 sweep in ``tests/test_core_devices.py``). Validate once where a value enters the library; internal
 calls pass already-checked values on. Never ``assert`` (``python -O`` strips it).
 
+A scalar of the wrong type (``2.5`` or ``True`` for a count, ``"hot"`` for a temperature) raises
+``ArgumentTypeError``, a ``TypeError`` that is also a ``ValueError``: earlier versions raised
+``ValueError`` for it, and code that catches either keeps working. Tensor checks raise plain
+``TypeError`` for a wrong type.
+
 Leaves out: checks that belong to one concept (a mask's broadcast rule lives with masking).
 """
 
@@ -19,6 +24,10 @@ import torch
 from torch import Tensor
 
 
+class ArgumentTypeError(TypeError, ValueError):
+    """A scalar argument of the wrong type: ``except TypeError`` and ``except ValueError`` both catch it."""
+
+
 def _shape_of(x: Any) -> str:
     return f"shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
 
@@ -28,9 +37,22 @@ def has_data(x: Tensor) -> bool:
     return x.device.type != "meta"
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # True is an int to Python, not to us
+
+
+def integer(name: str, value: Any) -> int:
+    """``value`` if it is an int, of any sign: ``integer("k", 2.0)`` -> ``ArgumentTypeError``."""
+    if not _is_int(value):
+        raise ArgumentTypeError(f"{name} must be an int, got {type(value).__name__}")
+    return value
+
+
 def positive_int(name: str, value: Any, *, even: bool = False, why: str = "") -> int:
     """``value`` if it is an int >= 1 (booleans are not ints here); ``even=True`` also wants it even."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not _is_int(value):
+        raise ArgumentTypeError(f"{name} must be a positive int, got {value!r}")
+    if value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     if even and value % 2:
         raise ValueError(f"{name} must be even{f' ({why})' if why else ''}, got {value}")
@@ -39,16 +61,41 @@ def positive_int(name: str, value: Any, *, even: bool = False, why: str = "") ->
 
 def non_negative_int(name: str, value: Any) -> int:
     """``value`` if it is an int >= 0."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if not _is_int(value):
+        raise ArgumentTypeError(f"{name} must be a non-negative int, got {value!r}")
+    if value < 0:
         raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def int_in(name: str, value: Any, low: int, high: int, *, high_name: str = "") -> int:
+    """``value`` if it is an int with ``low <= value <= high``: ``int_in("top_k", 0, 1, 4, high_name="d_vocab")``
+    -> ``ValueError: top_k must be between 1 and d_vocab=4, got 0``."""
+    integer(name, value)
+    if not low <= value <= high:
+        upper = f"{high_name}={high}" if high_name else f"{high}"
+        raise ValueError(f"{name} must be between {low} and {upper}, got {value}")
+    return value
+
+
+def number(name: str, value: Any) -> float:
+    """``value`` as a float if it is an int or a float (not a bool); no range check."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def positive_number(name: str, value: Any) -> float:
+    """``value`` as a float if it is a finite number > 0: ``positive_number("lr", -1.0)`` -> ``ValueError``."""
+    value = number(name, value)
+    if not 0 < value < float("inf"):  # also False for NaN
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return value
 
 
 def number_in(name: str, value: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> float:
     """``value`` as a float if ``low <= value <= high`` (either end may be open)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
+    value = number(name, value)
     too_low = value <= low if low_open else value < low
     too_high = value >= high if high_open else value > high
     if too_low or too_high or value != value:
@@ -79,12 +126,18 @@ def bool_tensor(name: str, x: Any, meaning: str = "True = may attend") -> Tensor
     return x
 
 
-def index_tensor(name: str, x: Any, size: int, size_name: str = "d_vocab") -> Tensor:
-    """``x`` if it is an integer tensor whose entries lie in ``[0, size)``."""
+def int_tensor(name: str, x: Any, why: str = "") -> Tensor:
+    """``x`` if it is a tensor of an integer dtype (not bool); ``why`` is added to the message."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be an integer torch.Tensor, got {type(x).__name__}")
     if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
-        raise TypeError(f"{name} must have an integer dtype (ids are row numbers), got {x.dtype}")
+        raise TypeError(f"{name} must have an integer dtype{why}, got {x.dtype}")
+    return x
+
+
+def index_tensor(name: str, x: Any, size: int, size_name: str = "d_vocab") -> Tensor:
+    """``x`` if it is an integer tensor whose entries lie in ``[0, size)``."""
+    int_tensor(name, x, " (ids are row numbers)")
     if has_data(x) and x.numel() and (int(x.min()) < 0 or int(x.max()) >= size):
         raise ValueError(f"{name} must lie in [0, {size_name}={size}), got values from {int(x.min())} to "
                          f"{int(x.max())} (shape {tuple(x.shape)})")

@@ -53,3 +53,9 @@ def test_corpus_slice_cuts_at_a_newline():
     assert corpus.corpus_slice("ab\ncd\n", 100) == "ab\ncd\n"
     with pytest.raises(ValueError, match="n_bytes"):
         corpus.corpus_slice("abc", 0)
+
+
+@pytest.mark.parametrize("n_bytes", [True, False, 2.0, "4", None])
+def test_corpus_slice_refuses_a_non_int_length(n_bytes):
+    with pytest.raises(TypeError, match="n_bytes must be a positive int"):  # True would otherwise slice 1 byte
+        corpus.corpus_slice("hello", n_bytes)

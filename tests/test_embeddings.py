@@ -183,10 +183,16 @@ def test_bad_input():
         gradient_descent_step(torch.zeros(3), torch.zeros(3), -1.0)
     with pytest.raises(ValueError, match="d_vocab must be a positive int"):
         TokenEmbedding(0, 4)
-    with pytest.raises(ValueError, match="init_std must be a positive number"):
+    with pytest.raises(ValueError, match="init_std must be a positive finite number"):
         TokenEmbedding(4, 4, init_std=0)
-    with pytest.raises(ValueError, match="init_std must be a positive number"):
+    with pytest.raises(ValueError, match="init_std must be a positive finite number"):
         add_token_rows(W_E, 1, init_std=-1.0)
+    with pytest.raises(TypeError, match="init_std must be a number, got bool"):
+        add_token_rows(W_E, 1, init_std=True)
+    with pytest.raises(TypeError, match="n_new must be a positive int, got 1.0"):
+        add_token_rows(W_E, 1.0)
+    with pytest.raises(TypeError, match="d_vocab must be a positive int, got True"):
+        one_hot(torch.tensor([0]), True)
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         add_token_rows(W_E, 1, generator=0)
 

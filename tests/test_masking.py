@@ -3,8 +3,9 @@
 import pytest
 import torch
 
-from course_utils.masking import (apply_mask, causal_mask, combine_masks, document_mask, fully_masked_rows,
-                                  mask_table, padding_mask, prefix_lm_mask, sliding_window_mask, validate_mask)
+from course_utils.masking import (PRESETS, apply_mask, causal_mask, combine_masks, document_mask, fully_masked_rows,
+                                  mask_table, padding_mask, prefix_lm_mask, preset_mask, sliding_window_mask,
+                                  validate_mask)
 from course_utils.softmax import masked_softmax
 
 
@@ -68,13 +69,18 @@ def test_fully_masked_rows_are_found_and_give_zeros_not_nan():
 
 
 @pytest.mark.parametrize("call,error,match", [
-    (lambda: causal_mask(0), ValueError, "n_q must be >= 1"),
-    (lambda: causal_mask(2.5), TypeError, "n_q must be an int"),
+    (lambda: causal_mask(0), ValueError, "n_q must be a positive int, got 0"),
+    (lambda: causal_mask(2.5), TypeError, "n_q must be a positive int, got 2.5"),
+    (lambda: causal_mask(True), TypeError, "n_q must be a positive int, got True"),
     (lambda: causal_mask(4, 2), ValueError, "n_k must be >= n_q"),
     (lambda: padding_mask([0, 3], 3), ValueError, "every length"),
     (lambda: padding_mask([1.5], 3), TypeError, "lengths must be"),
-    (lambda: sliding_window_mask(4, 0), ValueError, "window must be >= 1"),
-    (lambda: prefix_lm_mask(4, 5), ValueError, "prefix_len must be <= n_ctx"),
+    (lambda: sliding_window_mask(4, 0), ValueError, "window must be a positive int"),
+    (lambda: prefix_lm_mask(4, 5), ValueError, "prefix_len must be between 0 and n_ctx=4, got 5"),
+    (lambda: prefix_lm_mask(4, -1), ValueError, "prefix_len must be between 0 and n_ctx=4"),
+    (lambda: fully_masked_rows(torch.ones(3, dtype=torch.bool)), ValueError, "at least 2 dims"),
+    (lambda: fully_masked_rows(torch.ones(3, 3)), TypeError, "torch.bool"),
+    (lambda: preset_mask("causal", 0), ValueError, "n_ctx must be a positive int"),
     (lambda: document_mask([]), TypeError, "doc_ids"),
     (lambda: combine_masks(causal_mask(2), torch.ones(2, 2)), TypeError, "torch.bool"),
     (lambda: validate_mask(torch.ones(3, 3), (3, 3)), TypeError, "torch.bool"),
@@ -92,8 +98,21 @@ def test_mask_table_marks_allowed_and_blocked_cells():
     assert lines[1].split() == ["A", "✓", "0", "0"] and lines[3].split() == ["C", "✓", "✓", "✓"]
 
 
+def test_presets_live_in_masking_and_the_editor_uses_them():
+    from course_utils.viz import mask_editor as editor_module
+
+    assert PRESETS[0] == "causal" and PRESETS[-1] == "all"
+    assert editor_module.preset_mask is preset_mask and editor_module.PRESETS is PRESETS
+    assert torch.equal(preset_mask("causal", 4), causal_mask(4))
+    real_keys = torch.tensor([True, True, False, False])  # the last 2 positions are padding
+    assert torch.equal(preset_mask("padding", 4), causal_mask(4) & real_keys)
+    assert torch.equal(preset_mask("sliding window", 5), sliding_window_mask(5, 3))
+    assert torch.equal(preset_mask("prefix-LM", 6), prefix_lm_mask(6, 3))
+    assert preset_mask("all", 3).all()
+
+
 def test_mask_editor_presets_readout_and_empty_row_warning():
-    from course_utils.viz.mask_editor import PRESETS, mask_editor, preset_mask
+    from course_utils.viz.mask_editor import mask_editor
 
     tokens = "YOUR CAT IS A LOVELY CAT".split()
     for name in PRESETS:

@@ -6,8 +6,9 @@ import math
 import pytest
 import torch
 
+from course_utils import sampling
 from course_utils.sampling import (apply_temperature, entropy, greedy, greedy_distribution, next_token_distribution,
-                                   sample_counts, sample_next_token, top_k_filter, top_p_filter)
+                                   sample_counts, sample_next_token, sample_shares, top_k_filter, top_p_filter)
 
 WORKED = torch.tensor([6.2, 4.9, 2.1, 1.0], dtype=torch.float64)  # CAT, DOG, IS, LOVELY
 
@@ -104,6 +105,52 @@ def test_entropy_values():
     assert entropy(torch.tensor([1.0, 0.0])).item() == 0.0
 
 
+def test_sample_shares_are_counts_over_their_total():
+    assert sample_shares(torch.tensor([1, 3])).tolist() == [0.25, 0.75]
+    assert sample_shares(torch.tensor([[0, 2], [5, 5]])).tolist() == [[0.0, 1.0], [0.5, 0.5]]
+    assert sample_shares(torch.tensor([1, 3])).dtype == torch.float64
+    assert sample_shares(torch.tensor([1, 3]), dtype=torch.float32).dtype == torch.float32
+    counts = sample_counts(torch.tensor([0.2, 0.8]), 1000, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(sample_shares(counts), counts.double() / 1000)
+    with pytest.raises(TypeError, match="counts must have an integer dtype"):
+        sample_shares(torch.tensor([0.5, 0.5]))
+    with pytest.raises(ValueError, match="positive total"):
+        sample_shares(torch.tensor([[1, 1], [0, 0]]))
+    with pytest.raises(ValueError, match="positive total"):
+        sample_shares(torch.tensor([3, -1]))
+
+
+def test_the_temperature_widget_takes_its_sample_shares_from_sampling():
+    from course_utils.viz.temperature import temperature_state
+
+    state = temperature_state(WORKED, 1.0, n_samples=500, seed=2)
+    counts = sample_counts(state["probs"], 500, torch.Generator().manual_seed(2))
+    assert torch.equal(state["sample_share"], sample_shares(counts))
+
+
+def test_the_pipeline_checks_its_logits_once(monkeypatch):
+    """Validation happens where a value enters: one check of the logits per call, none on the way
+    through temperature, top-k and top-p (each check is a host sync on a GPU)."""
+    checked = []
+    real = sampling._check_rows
+    monkeypatch.setattr(sampling, "_check_rows", lambda x, name, **kw: checked.append(name) or real(x, name, **kw))
+    next_token_distribution(WORKED, 0.7, top_k=3, top_p=0.9)
+    assert checked == ["logits"]
+    checked.clear()
+    sample_next_token(WORKED, 0.0, top_k=2, top_p=0.5, generator=torch.Generator().manual_seed(0))
+    assert checked == ["logits"]
+    checked.clear()
+    top_k_filter(torch.tensor([0.5, 0.3, 0.2]), 2)
+    assert checked == ["probs"]
+
+
+def test_unchecked_steps_equal_the_public_ones():
+    probs = next_token_distribution(WORKED, 0.7)
+    torch.testing.assert_close(sampling._top_k_unchecked(probs, 2), top_k_filter(probs, 2))
+    torch.testing.assert_close(sampling._top_p_unchecked(probs, 0.9), top_p_filter(probs, 0.9))
+    torch.testing.assert_close(greedy_distribution(WORKED), torch.nn.functional.one_hot(greedy(WORKED), 4).double())
+
+
 @pytest.mark.parametrize("call,error,match", [
     (lambda: apply_temperature(WORKED, 0), ValueError, "greedy"),
     (lambda: apply_temperature(WORKED, -1.0), ValueError, "temperature must be a finite number >= 0"),
@@ -123,6 +170,10 @@ def test_entropy_values():
     (lambda: next_token_distribution(torch.tensor([1.0, float("inf")])), ValueError, r"\+inf"),
     (lambda: next_token_distribution(torch.full((2, 3), float("-inf"))), ValueError, "no token left"),
     (lambda: sample_counts(torch.tensor([0.5, 0.5]), 0), ValueError, "n_samples"),
+    (lambda: sample_counts(torch.tensor([0.5, 0.5]), True), TypeError, "n_samples must be a positive int"),
+    (lambda: next_token_distribution(WORKED, top_k=True), TypeError, "top_k must be an int, got bool"),
+    (lambda: next_token_distribution(WORKED, top_p=True), TypeError, "top_p must be a number, got bool"),
+    (lambda: next_token_distribution(WORKED, True), TypeError, "temperature must be a number, got bool"),
 ])
 def test_bad_input_is_rejected_with_a_clear_message(call, error, match):
     with pytest.raises(error, match=match):

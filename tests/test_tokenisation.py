@@ -74,6 +74,22 @@ def test_save_load_round_trip(trained, tmp_path, small_text):
     assert loaded.encode(small_text[:5000]) == trained.encode(small_text[:5000])
 
 
+@pytest.mark.parametrize("content, problem", [
+    ('{"format": "something-else/2", "ranks": "", "pattern": "", "special_tokens": {}}',
+     r"its format field is 'something-else/2', expected 'course-byte-bpe/1'"),
+    ('{"ranks": ""}', r"its format field is None"),
+    ('[1, 2]', r"it holds a JSON list, not an object"),
+    ('{"format": "course-byte-bpe/1", "pattern": ""}', r"it lacks the fields \['ranks', 'special_tokens'\]"),
+    ("not json", r"it is not UTF-8 JSON"),
+])
+def test_load_names_the_file_and_the_problem(tmp_path, content, problem):
+    path = tmp_path / "other.json"
+    path.write_text(content, encoding="utf-8")
+    not_ours = r"path: '.*other\.json' is not a file written by ByteBPETokenizer\.save"
+    with pytest.raises(ValueError, match=rf"{not_ours}: {problem}"):
+        ByteBPETokenizer.load(path)
+
+
 def test_pretokenise_keeps_the_leading_space():
     assert pretokenise("Hello world!") == ["Hello", " world", "!"]
     assert visible(b" cat") == "Ġcat"

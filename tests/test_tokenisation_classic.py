@@ -51,6 +51,21 @@ def test_wordpiece_scores_by_hand():
     assert bpe.train_bpe(bpe.WORKED_CORPUS, 1) == [("e", "s")]
 
 
+def test_one_tie_break_rule_serves_every_trainer(monkeypatch):
+    from course_utils.tokenisation import trainer
+
+    assert bpe.best_pair({("s", "t"): 9, ("e", "s"): 9, ("a", "b"): 2}) == ("e", "s")
+    assert bpe.best_pair({(3, 1): 4, (2, 7): 4}) == (2, 7)  # pairs of ids: the smallest (left, right)
+    calls = []
+    real = bpe.best_pair
+    spy = lambda counts: calls.append(len(counts)) or real(counts)
+    monkeypatch.setattr(trainer, "best_pair", spy)
+    monkeypatch.setattr(wordpiece, "best_pair", spy)
+    trainer.learn_merges_naive(trainer.chunk_counts("abab cdcd"), 2)
+    wordpiece.train_wordpiece(bpe.split_corpus(bpe.WORKED_CORPUS), 2)
+    assert len(calls) == 4
+
+
 def test_wordpiece_continuation_pieces():
     vocab = {"play", "##ing", "##ed", "p", "##l"}
     assert wordpiece.wordpiece_tokenize("playing", vocab) == ["play", "##ing"]

@@ -14,6 +14,12 @@ def test_positive_int_accepts_ints_and_names_the_argument():
     for bad in (0, -1, 2.0, True, "3", None):
         with pytest.raises(ValueError, match=r"n_heads must be a positive int, got"):
             v.positive_int("n_heads", bad)
+    for bad in (2.0, True, False, "3", None):  # a wrong type is a TypeError too (ArgumentTypeError is both)
+        with pytest.raises(TypeError, match=r"n_heads must be a positive int, got"):
+            v.positive_int("n_heads", bad)
+    with pytest.raises(ValueError) as excinfo:
+        v.positive_int("n_heads", 0)
+    assert not isinstance(excinfo.value, TypeError)  # a bad value is only a ValueError
     with pytest.raises(ValueError, match="d_head must be even, got 3"):
         v.positive_int("d_head", 3, even=True)
     with pytest.raises(ValueError, match=r"d_head must be even \(pairs\), got 3"):
@@ -21,6 +27,32 @@ def test_positive_int_accepts_ints_and_names_the_argument():
     assert v.non_negative_int("k", 0) == 0
     with pytest.raises(ValueError, match="k must be a non-negative int"):
         v.non_negative_int("k", -2)
+    with pytest.raises(TypeError, match="k must be a non-negative int, got True"):
+        v.non_negative_int("k", True)
+    assert v.integer("k", -3) == -3
+    with pytest.raises(TypeError, match="k must be an int, got float"):
+        v.integer("k", 1.0)
+
+
+def test_int_in_names_the_bound():
+    assert v.int_in("top_k", 4, 1, 4, high_name="d_vocab") == 4
+    with pytest.raises(ValueError, match=r"^top_k must be between 1 and d_vocab=4, got 0$"):
+        v.int_in("top_k", 0, 1, 4, high_name="d_vocab")
+    with pytest.raises(ValueError, match=r"^prefix_len must be between 0 and 5, got 6$"):
+        v.int_in("prefix_len", 6, 0, 5)
+    with pytest.raises(TypeError, match="top_k must be an int, got bool"):
+        v.int_in("top_k", True, 1, 4)
+
+
+def test_numbers():
+    assert v.number("t", 2) == 2.0 and isinstance(v.number("t", 2), float)
+    assert v.positive_number("lr", 0.5) == 0.5
+    for bad in (0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="lr must be a positive finite number"):
+            v.positive_number("lr", bad)
+    for bad in (True, "0.1", None):
+        with pytest.raises(TypeError, match="lr must be a number"):
+            v.positive_number("lr", bad)
 
 
 def test_number_in_handles_open_and_closed_ends():
@@ -51,5 +83,8 @@ def test_tensor_checks_name_the_argument_and_skip_values_on_meta():
     assert v.index_tensor("token_ids", torch.empty(4, dtype=torch.long, device="meta"), 10) is not None
     with pytest.raises(TypeError, match="integer dtype"):
         v.index_tensor("token_ids", torch.ones(2), 10)
+    assert v.int_tensor("counts", torch.ones(2, dtype=torch.int32)) is not None
+    with pytest.raises(TypeError, match=r"counts must have an integer dtype \(why\), got torch.bool"):
+        v.int_tensor("counts", torch.ones(2, dtype=torch.bool), " (why)")
     with pytest.raises(ValueError, match="q on cpu, k on meta"):
         v.same_device(q=torch.ones(1), k=torch.ones(1, device="meta"))

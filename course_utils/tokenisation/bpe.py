@@ -68,8 +68,12 @@ def _join_pair(symbols, pair: Pair) -> list[str]:
     return merged
 
 
-def best_pair(pair_counts: dict[Pair, int]) -> Pair:
-    """Most frequent pair; ties go to the smallest pair: ``{('s','t'): 9, ('e','s'): 9}`` -> ``('e', 's')``."""
+def best_pair(pair_counts: dict[Pair, float]) -> Pair:
+    """Most frequent pair; ties go to the smallest pair: ``{('s','t'): 9, ('e','s'): 9}`` -> ``('e', 's')``.
+
+    The course's one tie-break rule: the byte-level trainer (pairs of ids) and WordPiece (scores
+    instead of counts) call it too.
+    """
     return min(pair_counts, key=lambda p: (-pair_counts[p], p))
 
 

@@ -21,6 +21,8 @@ import regex
 from course_utils.tokenisation import rankfiles
 from course_utils.tokenisation.pretokenise import GPT2_PATTERN, compiled
 
+FILE_FORMAT = "course-byte-bpe/1"  # the "format" field of a file written by ByteBPETokenizer.save
+
 
 def encode_chunk_with_ranks(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
     """Ids of one chunk by merge-by-rank: start from single bytes, repeatedly join the adjacent pair
@@ -158,7 +160,7 @@ class ByteBPETokenizer:
 
     def save(self, path) -> None:
         """Write a JSON file: pattern, special tokens and the ranks in tiktoken's text format."""
-        payload = {"format": "course-byte-bpe/1", "name": self.name, "pattern": self.pattern,
+        payload = {"format": FILE_FORMAT, "name": self.name, "pattern": self.pattern,
                    "special_tokens": self.special_tokens, "ranks": rankfiles.dump_tiktoken(self.ranks)}
         Path(path).write_text(json.dumps(payload, indent=1), encoding="utf-8")
 
@@ -169,11 +171,18 @@ class ByteBPETokenizer:
             raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
         if not Path(path).is_file():
             raise ValueError(f"path: tokenizer file {str(path)!r} does not exist")
+        not_ours = f"path: {str(path)!r} is not a file written by ByteBPETokenizer.save"
         try:
             payload = json.loads(Path(path).read_text(encoding="utf-8"))
-            assert payload.get("format") == "course-byte-bpe/1"
-        except (json.JSONDecodeError, AssertionError, AttributeError, UnicodeDecodeError):
-            raise ValueError(f"path: {str(path)!r} is not a file written by ByteBPETokenizer.save") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{not_ours}: it is not UTF-8 JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise ValueError(f"{not_ours}: it holds a JSON {type(payload).__name__}, not an object")
+        if payload.get("format") != FILE_FORMAT:
+            raise ValueError(f"{not_ours}: its format field is {payload.get('format')!r}, expected {FILE_FORMAT!r}")
+        missing = [key for key in ("ranks", "pattern", "special_tokens") if key not in payload]
+        if missing:
+            raise ValueError(f"{not_ours}: it lacks the fields {missing}")
         ranks = rankfiles.parse_tiktoken(payload["ranks"], what=f"path {str(path)!r}")
         return cls(ranks, payload["pattern"], payload["special_tokens"], payload.get("name", "byte-bpe"))
 

@@ -3,7 +3,8 @@
 Both start from the distinct pre-tokenised chunks of the text with their counts (a chunk that
 occurs 3,000 times is stored once, weight 3,000) and repeat: find the most frequent adjacent
 pair, give it a new id, replace it everywhere. Tie-break rule (shared, deterministic): among
-pairs with the same count, merge the smallest ``(left id, right id)``. If a pair's bytes already
+pairs with the same count, merge the smallest ``(left id, right id)``: ``bpe.best_pair``'s rule, which
+the naive trainer calls and the incremental trainer's heap of ``(-count, pair)`` orders by. If a pair's bytes already
 form a token (``ab``+``c`` after ``a``+``bc``), the merge reuses that id and adds no new token.
 
 * ``learn_merges_naive`` recounts every pair of every chunk after each merge (simple, slow).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter, defaultdict
 
+from course_utils.tokenisation.bpe import best_pair
 from course_utils.tokenisation.pretokenise import GPT2_PATTERN, compiled
 
 Pair = tuple[int, int]
@@ -83,7 +85,7 @@ def learn_merges_naive(counts: Counter, n_new: int) -> list[tuple[Pair, int]]:
                 pair_counts[pair] += w
         if not pair_counts:
             break
-        best = min(pair_counts, key=lambda p: (-pair_counts[p], p))
+        best = best_pair(pair_counts)
         new, is_new = _new_id(best, vocab, ids)
         created += is_new
         merges.append((best, new))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from course_utils.tokenisation.bpe import Pair, Words, count_pairs, merge_pair
+from course_utils.tokenisation.bpe import Pair, Words, best_pair, count_pairs, merge_pair
 
 
 def count_symbols(words: Words) -> dict[str, int]:
@@ -48,7 +48,7 @@ def train_wordpiece(words: Words, n_merges: int) -> list[Pair]:
         scores = wordpiece_scores(words)
         if not scores:
             break
-        pair = min(scores, key=lambda p: (-scores[p], p))
+        pair = best_pair(scores)  # the highest score; ties go to the smallest pair, as in BPE
         merges.append(pair)
         words = merge_pair(words, pair)
     return merges

@@ -5,7 +5,8 @@ watch the attention pattern recompute.
 prefix-LM, block-diagonal documents, all), one toggle per (query, key) cell (True = may attend), a
 heatmap of the pattern, and a readout of its rows. A query with nothing allowed is reported as a
 warning and its row is all zeros (``masked_softmax``'s documented behaviour), never NaN.
-The maths is ``course_utils.masking`` and ``course_utils.softmax``. CSS classes (WIDGET_CONTRACT):
+The maths, presets included (``masking.preset_mask``), is ``course_utils.masking`` and
+``course_utils.softmax``. CSS classes (WIDGET_CONTRACT):
 ``course-mask-editor``, ``course-mask-cell``, ``course-mask-preset``, ``course-readout``,
 ``course-figure``.
 """
@@ -19,32 +20,10 @@ from matplotlib.patches import Rectangle
 import torch
 
 from course_utils import masking
+from course_utils.masking import PRESETS, preset_mask
 from course_utils.softmax import masked_softmax
 from course_utils.viz.attention import plot_pattern
 from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
-
-PRESETS = ("causal", "padding", "sliding window", "prefix-LM", "block-diagonal documents", "all")
-
-
-def preset_mask(name: str, n_ctx: int) -> torch.Tensor:
-    """A preset as a (n_ctx, n_ctx) bool mask: ``preset_mask("causal", 3)`` -> the lower triangle.
-
-    padding: causal, and the last 2 positions are padding keys; sliding window: 3 keys; prefix-LM:
-    the first half is the prefix; block-diagonal documents: two packed documents, each causal.
-    """
-    if name == "causal":
-        return masking.causal_mask(n_ctx)
-    if name == "padding":
-        return masking.combine_masks(masking.causal_mask(n_ctx), masking.padding_mask([max(1, n_ctx - 2)], n_ctx)[0])
-    if name == "sliding window":
-        return masking.sliding_window_mask(n_ctx, 3)
-    if name == "prefix-LM":
-        return masking.prefix_lm_mask(n_ctx, n_ctx // 2)
-    if name == "block-diagonal documents":
-        return masking.document_mask([0] * (n_ctx // 2) + [1] * (n_ctx - n_ctx // 2))
-    if name == "all":
-        return torch.ones(n_ctx, n_ctx, dtype=torch.bool)
-    raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
 
 
 def mask_readout(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str]) -> str:

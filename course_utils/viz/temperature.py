@@ -34,7 +34,7 @@ def temperature_state(logits: torch.Tensor, temperature: float, greedy: bool = F
     probs = sampling.next_token_distribution(logits, t, top_k, top_p)
     counts = sampling.sample_counts(probs, n_samples, torch.Generator().manual_seed(seed))
     return {"probs": probs, "entropy": float(sampling.entropy(probs)), "temperature": t,
-            "greedy": greedy, "sample_share": counts.double() / n_samples, "n_samples": n_samples}
+            "greedy": greedy, "sample_share": sampling.sample_shares(counts), "n_samples": n_samples}
 
 
 def temperature_readout(tokens: Sequence[str], state: dict) -> str:
