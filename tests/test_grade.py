@@ -30,6 +30,7 @@ import course_utils
 from course_utils.lab.gradebook import csv_rows, feedback_names, feedback_text, one_line, write_gradebook
 from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_code
 from course_utils.lab.hidden import load_hidden_tests
+from course_utils.lab.kernel import _CappedClient
 from course_utils.lab.probe import (MAX_VALUE_BYTES, NotDefined, StudentRaised, check_size, decode_reply, probe_code,
                                     snapshot_code)
 from course_utils.lab.sandbox import CGROUP_ROOT, isolation_problem
@@ -440,6 +441,49 @@ def test_one_line_removes_breaks_and_control_characters():
     text = feedback_text(result.student, [result])
     assert [line for line in text.splitlines() if line.startswith("#")] == ["# Feedback for x ⏎ # Feedback for y", "## x.ipynb"]
     assert "<b>" not in text and "&lt;b>" in text and "\\[l](u)" in text  # no raw HTML, no link
+
+
+def test_an_empty_folder_inside_a_students_folder_is_named(tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "ann" / "drafts").mkdir(parents=True)
+    (subs / "ann" / "week1" / "old").mkdir(parents=True)
+    nbformat.write(solution(), str(subs / "ann" / "00_welcome.ipynb"))
+    (subs / "bob" / "nothing").mkdir(parents=True)
+    warnings = []
+    found = [s.rel for s in find_submissions(subs, warnings)]
+    assert found == ["ann/00_welcome.ipynb"]
+    assert warnings == ["skipped ann/drafts/ (an empty folder: no submission)",
+                        "skipped ann/week1/old/ (an empty folder: no submission)",
+                        "skipped ann/week1/ (an empty folder: no submission)",
+                        "skipped bob/nothing/ (an empty folder: no submission)",
+                        "skipped bob/ (an empty folder: no submission)"]
+
+
+def _iopub(kind: str, **content) -> dict:
+    return {"msg_type": kind, "content": content, "header": {"msg_type": kind}, "parent_header": {"msg_id": "m"},
+            "metadata": {}}
+
+
+def test_errors_and_tracebacks_count_against_the_output_caps():
+    client = _CappedClient(nbformat.v4.new_notebook(), None, 1_000, 2_500)  # per cell, per submission
+    client.reset_execution_trackers()
+    client.clear_before_next_output = False  # what nbclient sets before it runs a cell
+    huge = "x" * 100_000
+    traceback = [f"frame {i}: " + "y" * 400 for i in range(50)] + ["ValueError: " + huge]
+    for cell in range(5):
+        outs = []
+        client.output(outs, _iopub("stream", name="stdout", text="a" * 300), None, cell)
+        client.output(outs, _iopub("error", ename="ValueError", evalue=huge, traceback=traceback), None, cell)
+        kept = sum(len(o.get("text", "")) + len(o.get("evalue", "")) + sum(map(len, o.get("traceback", [])))
+                   for o in outs)
+        assert kept <= 1_000  # per cell, the error included
+        assert outs[-1].output_type == "error" and outs[-1].ename == "ValueError"  # the name always stays
+        assert client.errors[cell] == ("ValueError", huge[:300])  # what the cell's problem line says
+    assert client.kept_total <= 2_500 and sum(client.kept.values()) == client.kept_total  # per submission
+    assert client.kept[3] == client.kept[4] == 0 and client.dropped[4] == 300 + 100_000 + len("".join(traceback))
+    outs = []
+    client.output(outs, _iopub("error", ename="E" * 10**6, evalue="", traceback=[]), None, 5)
+    assert len(outs[0].ename) == _CappedClient.NAME_CHARS
 
 
 def test_links_dot_names_and_old_notebooks(tmp_path):

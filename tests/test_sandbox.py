@@ -1,5 +1,8 @@
-"""The sandbox's mounts, run for real with bubblewrap: a course installed under /tmp (a clone, a venv)
-stays visible inside the kernel's private /tmp, read-only, and the rest of /tmp stays private."""
+"""The sandbox, run for real with bubblewrap: a course installed under /tmp (a clone, a venv) stays
+visible inside the kernel's private /tmp, read-only, and the rest of /tmp stays private; once sealed,
+the socket folder takes no new file and its mode cannot be changed back; run by root, the kernel
+never runs as root (inside or as the host sees it), cannot read root-only files and cannot make a
+user namespace of its own."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
+import psutil
 import pytest
 
 from course_utils.lab import sandbox
@@ -59,3 +64,87 @@ def test_a_course_under_tmp_is_bound_over_the_private_tmp(monkeypatch, course_un
     assert result.stdout.splitlines() == ["course: seen", "course folder: read-only",
                                           "grader's /tmp file visible: False", "private /tmp: writable"]
     assert not os.path.exists(os.path.join(folder, "written.txt"))
+
+
+# Runs in the jail: writes into the socket folder (as a kernel makes its sockets), waits for the
+# test to seal the folder, then tries to write, rename and chmod there.
+SEAL_PROBE = r"""
+import os, sys
+folder = sys.argv[1]
+print("uid:", os.getuid(), os.geteuid())
+try:
+    open("/etc/shadow").read()
+    print("shadow: readable")
+except OSError:
+    print("shadow: unreadable")
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+print("new user namespace:", "denied" if libc.unshare(0x10000000) != 0 else "allowed")  # CLONE_NEWUSER
+open(os.path.join(folder, "before"), "w").write("x")
+sys.stdin.readline()  # the test seals the folder, then sends a line
+def attempt(name, action):
+    try:
+        action()
+        print(name + ": allowed")
+    except OSError:
+        print(name + ": denied")
+attempt("create", lambda: open(os.path.join(folder, "after"), "w").write("x"))
+attempt("rename", lambda: os.rename(os.path.join(folder, "before"), os.path.join(folder, "moved")))
+attempt("chmod", lambda: os.chmod(folder, 0o777))
+attempt("create after chmod", lambda: open(os.path.join(folder, "after2"), "w").write("x"))
+"""
+
+
+def _run_sealed_probe() -> dict:
+    jail = sandbox.Jail(memory_mb=1024, processes=64)
+    try:
+        argv = jail.command([sys.executable, "-I", "-S", "-c", SEAL_PROBE, jail.sockets], env={})
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=sandbox.launcher_environment())
+        before = os.path.join(jail.sockets, "before")
+        deadline = time.monotonic() + 60
+        while not os.path.exists(before) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        host_uids = []  # the jailed probe's uids, as the host sees them
+        for candidate in psutil.process_iter(["cmdline", "uids"]):
+            cmdline = candidate.info["cmdline"] or []
+            if len(cmdline) > 4 and cmdline[4] == SEAL_PROBE and candidate.info["uids"] is not None:
+                host_uids.append(tuple(candidate.info["uids"]))
+        file_owner = os.stat(before).st_uid if os.path.exists(before) else None
+        jail.seal()
+        stdout, stderr = proc.communicate("sealed\n", timeout=60)
+        left = sorted(os.listdir(jail.sockets))
+        mode = os.stat(jail.sockets).st_mode & 0o777
+    finally:
+        jail.close()
+    assert proc.returncode == 0, stderr
+    return {"lines": stdout.splitlines(), "host_uids": host_uids, "file_owner": file_owner, "left": left,
+            "mode": mode, "sockets": jail.sockets}
+
+
+@pytest.fixture(scope="module")
+def sealed_probe():
+    return _run_sealed_probe()
+
+
+def test_a_sealed_socket_folder_takes_no_new_file(sealed_probe):
+    lines = sealed_probe["lines"]
+    assert "create: denied" in lines and "rename: denied" in lines and "create after chmod: denied" in lines, lines
+    if os.geteuid() == 0:  # run by another user, the kernel shares the folder's owner (see sandbox.py)
+        assert "chmod: denied" in lines, lines
+        assert sealed_probe["mode"] == 0o555
+    assert sealed_probe["left"] == ["before"]
+    assert not os.path.exists(sealed_probe["sockets"])  # close() removes it, sealed or not
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="run by another user, the kernel is that user's uid outside")
+def test_run_by_root_the_kernel_is_never_root(sealed_probe):
+    lines = sealed_probe["lines"]
+    uid_line = next(line for line in lines if line.startswith("uid:"))
+    assert "0" not in uid_line.split()[1:], lines  # not root inside
+    assert "shadow: unreadable" in lines, lines
+    if os.uname().machine in ("x86_64", "aarch64"):  # the architectures the seccomp filter knows
+        assert "new user namespace: denied" in lines, lines  # what bwrap's --disable-userns would do
+    assert sealed_probe["host_uids"], "the jailed probe was not found among the host's processes"
+    assert all(0 not in uids for uids in sealed_probe["host_uids"]), sealed_probe["host_uids"]
+    assert sealed_probe["file_owner"] not in (None, 0)  # what it writes is not root's either

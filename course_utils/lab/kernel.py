@@ -5,7 +5,8 @@
 socket folder, since the kernel has no network), or, with ``Limits(sandbox=False)``, as a plain
 process in an empty temporary folder. It runs every code cell through nbclient with a per-cell
 timeout (a cell that raises does not stop later cells) inside a total time budget for the whole
-submission (``total_timeout``), keeps at most ``output_bytes`` of each cell's output, and records
+submission (``total_timeout``), keeps at most ``output_bytes`` characters of each cell's output
+and ``output_total_bytes`` of the whole submission's (error messages and tracebacks included), and records
 per cell what went wrong. ``send(code, expression)`` then runs a probe and returns the value of
 ``expression`` as text, with its own timeout; a kernel that ignores the interrupt is killed.
 
@@ -48,7 +49,8 @@ class Limits:
     cell_timeout: float = 60.0
     probe_timeout: float = 10.0
     memory_mb: int = 4096
-    output_bytes: int = 10_000
+    output_bytes: int = 10_000  # characters of output kept per cell (errors and tracebacks included)
+    output_total_bytes: int = 100_000  # ... and for the whole submission
     threads: int = 1
     total_timeout: float = 0.0  # seconds for the whole submission; 0 = 10 x cell_timeout
     processes: int = 64  # processes and threads of the submission together
@@ -88,30 +90,57 @@ class _SandboxSpecs(KernelSpecManager):
 
 
 class _CappedClient(NotebookClient):
-    """nbclient, but keeping at most ``cap`` characters of output per cell (the rest is counted)."""
+    """nbclient, but keeping at most ``cap`` characters of output per cell and ``total`` for the whole
+    submission: printed text, rich output, error messages and tracebacks alike (the rest is counted).
+    Of an error that does not fit, the exception's name (at most ``NAME_CHARS``) is always kept, then
+    as much of the message and of the traceback's last lines as there is room for."""
 
-    def __init__(self, nb, km, cap: int, **kw):
+    NAME_CHARS = 100
+
+    def __init__(self, nb, km, cap: int, total: int | None = None, **kw):
         super().__init__(nb, km=km, **kw)
-        self.cap, self.kept, self.dropped = cap, {}, {}
+        self.cap, self.total = cap, cap * 10 if total is None else total
+        self.kept, self.dropped, self.kept_total = {}, {}, 0
+        self.errors: dict[int, tuple[str, str]] = {}  # cell -> (name, first 300 characters of the message)
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg["content"]
         if msg["msg_type"] == "stream":
             size = len(content.get("text", ""))
         elif msg["msg_type"] == "error":
-            size = sum(len(line) for line in content.get("traceback", [])) + len(content.get("evalue", ""))
+            content["ename"] = str(content.get("ename", ""))[:self.NAME_CHARS]
+            self.errors.setdefault(cell_index, (content["ename"], str(content.get("evalue", ""))[:300]))
+            size = sum(len(str(line)) for line in content.get("traceback", [])) + len(str(content.get("evalue", "")))
         else:
             size = sum(len(str(v)) for v in content.get("data", {}).values())
-        room = self.cap - self.kept.get(cell_index, 0)
+        room = max(0, min(self.cap - self.kept.get(cell_index, 0), self.total - self.kept_total))
         if size > room:
-            self.dropped[cell_index] = self.dropped.get(cell_index, 0) + size - max(room, 0)
+            self.dropped[cell_index] = self.dropped.get(cell_index, 0) + size - room
             if msg["msg_type"] == "stream" and room > 0:
                 content["text"] = content["text"][:room]
                 size = room
-            elif msg["msg_type"] != "error":
+            elif msg["msg_type"] == "error":  # kept, cut to the room left: its name says what went wrong
+                size = _cut_error(content, room)
+            else:
                 return None
         self.kept[cell_index] = self.kept.get(cell_index, 0) + size
+        self.kept_total += size
         return super().output(outs, msg, display_id, cell_index)
+
+
+def _cut_error(content: dict, room: int) -> int:
+    """Cut an error's message and traceback to ``room`` characters together (the message first, then
+    the traceback's last lines); returns the characters kept."""
+    evalue = str(content.get("evalue", ""))[:room]
+    left = room - len(evalue)
+    kept = []
+    for line in reversed([str(line) for line in content.get("traceback", [])]):
+        if left <= 0:
+            break
+        kept.append(line[-left:])
+        left -= len(kept[-1])
+    content["evalue"], content["traceback"] = evalue, kept[::-1]
+    return room - left
 
 
 def _first_error(cell) -> tuple[str, str] | None:
@@ -204,7 +233,8 @@ class SubmissionKernel:
         from course_utils.lab.probe import snapshot_code
 
         defines = {name: re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE) for name in watch}
-        client = _CappedClient(nb, self.km, self.limits.output_bytes, timeout=self.limits.cell_timeout,
+        client = _CappedClient(nb, self.km, self.limits.output_bytes, self.limits.output_total_bytes,
+                               timeout=self.limits.cell_timeout,
                                allow_errors=True, interrupt_on_timeout=True, record_timing=False,
                                kernel_name=KERNEL_NAME)
         client.kc = self.kc
@@ -229,7 +259,7 @@ class SubmissionKernel:
                 await self.kill()
                 problems.append(CellProblem(index, "kernel_died", detail))
             else:
-                error = _first_error(cell)
+                error = client.errors.get(index) or _first_error(cell)
                 took = time.monotonic() - start
                 if error and error[0] == "KeyboardInterrupt" and took >= limit and limit < self.limits.cell_timeout:
                     problems.append(CellProblem(index, "total_timeout", f"stopped: the submission's {self.limits.total():g} s "
@@ -239,8 +269,11 @@ class SubmissionKernel:
                 elif error:
                     problems.append(CellProblem(index, "error", f"{error[0]}: {error[1]}"[:300]))
             if index in client.dropped:
+                kept = client.kept.get(index, 0)
                 problems.append(CellProblem(index, "output_truncated",
-                                            f"printed {client.dropped[index] + client.kept.get(index, 0):,} characters; feedback keeps the first {self.limits.output_bytes:,}"))
+                                            f"printed {client.dropped[index] + kept:,} characters; kept the first {kept:,} "
+                                            f"(at most {self.limits.output_bytes:,} per cell and "
+                                            f"{self.limits.output_total_bytes:,} per submission, errors included)"))
             if self.dead or not await self.km.is_alive():
                 self.dead = True
                 if not problems or problems[-1].kind != "kernel_died":

@@ -4,25 +4,39 @@
 folder the kernel can write to, and only until it is ready; the kernel protocol runs over unix
 sockets there), a memory + pids cgroup holding all the submission's processes together (where
 ``/sys/fs/cgroup`` is writable), and ``jail.command(argv, env)``, the command line that runs a small
-launcher (join the cgroups; as root, switch to a uid of the kernel's own where it can reach every
-folder it needs) which execs
+launcher (join the cgroups) which execs bwrap. Run by root, that is
 
-    bwrap --unshare-user --uid 65534 --gid 65534 --disable-userns --unshare-pid --unshare-net
-          --unshare-ipc --unshare-uts --unshare-cgroup-try --die-with-parent --new-session --clearenv
+    bwrap --unshare-pid --unshare-net --unshare-ipc --unshare-uts --unshare-cgroup-try
+          --die-with-parent --new-session --clearenv
           read-only: /usr /etc, the Python installation, its packages, the course_utils folder only
-          private: /proc /dev, a small tmpfs as /tmp and as the working folder (HOME)
-          -- argv
+          (the folders above them are made by bwrap, mode 755, so a Python under /root is reachable)
+          private: /proc /dev, small tmpfs as /tmp, /dev/shm and the working folder (HOME)
+          -- python -I -S -c DROP uid -- argv
 
-so the kernel sees no grader files, job files, hidden tests, other submissions, environment
+where DROP, still root inside the new namespaces, hands the working folder to the Jail's own uid
+(``UID_BASE + ...``), sets ``no_new_privs``, installs a seccomp filter that refuses new user
+namespaces (what ``--disable-userns`` does, which bwrap allows only with ``--unshare-user``), drops
+every group, gid and uid to it (which clears every capability) and execs the kernel: the kernel
+never runs as root, inside or outside, and reads only what any user may read (``/etc/shadow`` is
+not readable). Run by another user, it is
+``bwrap --unshare-user --uid 65534 --gid 65534 --disable-userns ...`` with the same mounts: the
+kernel is then the grader's own uid outside, without any capability there.
+
+So the kernel sees no grader files, job files, hidden tests, other submissions, environment
 variables or processes, has no network (not even loopback is reachable from outside), cannot
-signal anything outside, and everything it starts dies with it. ``jail.close()`` kills what is
+signal anything outside, and everything it starts dies with it. ``jail.seal()``, once the kernel's
+sockets exist, gives the socket folder back to root, mode 555: the kernel can connect there but not
+create, rename or delete anything, nor change the folder's mode. ``jail.close()`` kills what is
 left in the cgroup and removes it and the socket folder.
 
-Where the kernel cannot get a uid of its own (root, and a Python under a folder only root may enter,
-such as ``/root``), uid 65534 inside maps to the grader's uid, without any capability outside: the
-read-only mounts protect the files. Without a writable cgroup, the memory of a submission is bounded
-by ``RLIMIT_AS`` per process times ``RLIMIT_NPROC`` processes of its uid (``boot.py``), and root's
-processes are not counted at all; the summary says so.
+Without a writable cgroup, the memory of a submission is bounded by ``RLIMIT_AS`` per process times
+``RLIMIT_NPROC`` processes of its uid (``boot.py``); the summary says so.
+
+Limits: the seccomp filter knows x86_64 and aarch64 only; elsewhere a kernel run by root may create
+a user namespace of its own, where it is "root" over nothing (the mounts it inherits stay read-only
+and locked, files keep their owners). Run by another user, the kernel owns the socket folder (the
+grader's uid) and so could make it writable again after ``seal()``; ``RLIMIT_FSIZE`` still bounds
+each file it writes.
 
 Leaves out: the kernel protocol (``kernel.py``) and the per-process limits (``boot.py``).
 """
@@ -61,11 +75,15 @@ def isolation_problem() -> str | None:
         return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
     if bwrap_path() is None:
         return "bwrap not found (install bubblewrap: apt-get install bubblewrap)"
-    trial = subprocess.run([bwrap_path(), "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+    user = [] if runs_as_own_uid() else ["--unshare-user"]  # the namespaces Jail.command asks for
+    trial = subprocess.run([bwrap_path(), *user, "--unshare-pid", "--unshare-net", "--unshare-ipc",
                             "--die-with-parent", "--ro-bind", "/", "/", "--", "/bin/sh", "-c", "exit 0"],
                            capture_output=True, text=True, timeout=30)
     if trial.returncode != 0:
         return f"bwrap cannot create its namespaces here ({trial.stderr.strip()[:200]})"
+    if runs_as_own_uid() and _unreadable_by_anyone():
+        return (f"the kernel's unprivileged uid could not read {_unreadable_by_anyone()[0]} "
+                "(make it readable by all users: chmod o+rX)")
     return None
 
 
@@ -75,26 +93,67 @@ def cgroups_writable() -> bool:
                for c in ("memory", "pids"))
 
 
-# Runs as the grader's user just before bwrap: join the cgroups, drop to the sandbox's own uid where
-# it can reach every bound folder, and exec bwrap.
+# Runs as the grader's user just before bwrap: join the cgroups and exec bwrap.
 _LAUNCHER = r"""
 import json, os, sys
 plan = json.loads(sys.argv[1])
 for procs in plan["cgroups"]:
     with open(procs, "w") as handle:
         handle.write(str(os.getpid()))
-args = plan["args"]
-if plan["uid"] is not None:
-    os.setgroups([])
-    os.setresgid(plan["uid"], plan["uid"], plan["uid"])
-    os.setresuid(plan["uid"], plan["uid"], plan["uid"])
-os.execv(plan["bwrap"], [plan["bwrap"], *args])
+os.execv(plan["bwrap"], [plan["bwrap"], *plan["args"]])
+"""
+
+# Runs first inside the sandbox when the grader is root (bwrap without a user namespace, so this is
+# still root, with its capabilities, inside the new namespaces): give the working folder to the
+# kernel's uid, then drop to that uid for good and exec the kernel.
+#   python -I -S -c DROP UID WORKDIR -- ARGV...
+_DROP = r"""
+import ctypes, os, struct, sys
+uid, home, argv = int(sys.argv[1]), sys.argv[2], sys.argv[4:]
+os.chown(home, uid, uid)
+os.chmod(home, 0o700)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: no setuid way back
+    sys.exit("sandbox: cannot set no_new_privs")
+# What bwrap's --disable-userns does (it needs a user namespace, which this mode leaves out): a
+# seccomp filter that refuses clone/unshare with CLONE_NEWUSER (clone3 says ENOSYS, so the C library
+# falls back to clone) and any other syscall ABI (i386, x32) on which that would not be checked.
+ARCHES = {"x86_64": (0xC000003E, 56, 272, 435), "aarch64": (0xC00000B7, 220, 97, 435)}
+if os.uname().machine in ARCHES:
+    audit, clone, unshare, clone3 = ARCHES[os.uname().machine]
+    LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+    ALLOW, EPERM, ENOSYS = 0x7FFF0000, 0x00050001, 0x00050026
+    program = [(LD, 4, None), (JEQ, audit, ("next", "eperm")), (LD, 0, None), (JGE, 0x40000000, ("eperm", "next")),
+               (JEQ, clone3, ("enosys", "next")), (JEQ, clone, ("flags", "next")), (JEQ, unshare, ("flags", "allow")),
+               (LD, 16, None), (JSET, 0x10000000, ("eperm", "allow")),  # flags: args[0], low 32 bits
+               (RET, ALLOW, None), (RET, EPERM, None), (RET, ENOSYS, None)]
+    where = {"flags": 7, "allow": 9, "eperm": 10, "enosys": 11}
+    code = b""
+    for at, (op, k, jumps) in enumerate(program):
+        jt, jf = [0 if j == "next" else where[j] - at - 1 for j in jumps] if jumps else (0, 0)
+        code += struct.pack("=HBBI", op, jt, jf, k)
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+    prog = Prog(len(program), code)
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        sys.exit("sandbox: cannot install the seccomp filter")
+os.setgroups([])
+os.setresgid(uid, uid, uid)
+os.setresuid(uid, uid, uid)  # every capability goes with uid 0
+try:
+    os.setuid(0)
+except PermissionError:
+    pass
+else:
+    sys.exit("sandbox: the uid switch did not hold")
+os.execv(argv[0], argv)
 """
 
 
 def runs_as_own_uid() -> bool:
-    """Whether, run by root, the kernels get a uid of their own (every bound folder is world-reachable)."""
-    return os.geteuid() == 0 and all(_reachable_by_anyone(p) for p in _read_only_paths())
+    """Whether the kernels get a uid of their own: the grader is root, so bwrap runs without a user
+    namespace and the kernel drops to ``Jail.uid`` inside (it never runs as root)."""
+    return os.geteuid() == 0
 
 
 def processes_capped() -> bool:
@@ -116,10 +175,22 @@ def _read_only_paths() -> list[str]:
     return [p for p in real if not any(p.startswith(q.rstrip("/") + "/") for q in real if q != p)]
 
 
-def _reachable_by_anyone(path: str) -> bool:
-    """Whether any user may reach ``path``: every folder above it is world-searchable."""
-    here = Path(path).resolve()
-    return all(os.stat(p).st_mode & 0o001 for p in (here, *here.parents))
+def _unreadable_by_anyone() -> list[str]:
+    """Bound folders (and the Python executable) that another user may not read or enter: the
+    kernel's own uid could not start. The folders above them need not be open (bwrap makes them)."""
+    paths = [*_read_only_paths(), os.path.realpath(sys.executable)]
+    return [p for p in paths if os.stat(p).st_mode & 0o005 != 0o005]
+
+
+def _parents_to_make(binds: list[str]) -> list[str]:
+    """The folders above the bound ones, outermost first, that bwrap must make (world-searchable)."""
+    made = set()
+    for path in binds:
+        for parent in Path(path).parents:
+            text = str(parent)
+            if text not in ("/", "/tmp") and not any(text == b or text.startswith(b.rstrip("/") + "/") for b in binds):
+                made.add(text)
+    return sorted(made, key=lambda p: (p.count("/"), p))
 
 
 def _kill_cgroup(group: Path) -> None:
@@ -150,6 +221,14 @@ def _remove_cgroup(group: Path) -> None:
             time.sleep(0.02)
 
 
+def _remove_socket_folder(folder: str) -> None:
+    try:
+        os.chmod(folder, 0o700)  # sealed (555): a grader that is not root could not empty it
+    except OSError:
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def sweep_stale_cgroups() -> None:
     """Remove cgroups left by a grader that was killed (their owner's pid is gone)."""
     for controller in ("memory", "pids"):
@@ -160,7 +239,7 @@ def sweep_stale_cgroups() -> None:
     for folder in Path(SOCKET_ROOT).glob(SOCKET_PREFIX + "*"):
         owner = folder.name[len(SOCKET_PREFIX):].split("-")[0]
         if owner.isdigit() and not Path(f"/proc/{owner}").exists():
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove_socket_folder(str(folder))
 
 
 def kernel_environment(workdir: str, tmpdir: str, limits) -> dict[str, str]:
@@ -190,9 +269,8 @@ class Jail:
         self.memory_mb, self.processes = memory_mb, processes
         self.secrets = [os.path.realpath(s) for s in secrets if s]
         self.uid = UID_BASE + os.getpid() % 100_000 * 8 + next(_KERNELS) % 8  # distinct per concurrent kernel
-        # As root, run the kernel under a uid of its own when it can reach the Python it needs;
-        # otherwise (e.g. a Python under /root) bwrap maps uid 65534 inside onto the grader's uid,
-        # without any capability outside its namespaces.
+        # As root, the kernel drops to this uid inside the sandbox (never root); otherwise bwrap maps
+        # uid 65534 inside onto the grader's uid, without any capability outside its namespaces.
         self.own_uid = runs_as_own_uid()
         # a short path (unix socket names are limited to 107 bytes), the only host folder it may write
         self.sockets = tempfile.mkdtemp(prefix=f"{SOCKET_PREFIX}{os.getpid()}-", dir=SOCKET_ROOT)
@@ -223,14 +301,21 @@ class Jail:
         return bool(self.groups)
 
     def command(self, inner: list[str], env: dict[str, str]) -> list[str]:
-        """The full command line: join the cgroup, drop to ``self.uid``, then ``bwrap ... inner``."""
+        """The full command line: join the cgroup, then ``bwrap ...`` and, as root, drop to ``self.uid``
+        inside before ``inner`` starts."""
         binds = _read_only_paths()
-        args = ["--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns", "--unshare-pid",
-                "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox",
-                "--die-with-parent", "--new-session", "--clearenv"]
+        args = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+        if not self.own_uid:  # a user namespace: uid 65534 inside is the grader's uid outside
+            args = ["--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns", *args]
         # The private /tmp first: a course installed under /tmp (a clone, a venv) is bound on top of it
-        # below, instead of being hidden by it.
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+        # below, instead of being hidden by it. As root, bwrap makes these root-owned: /tmp and
+        # /dev/shm open to all (sticky), the folders above the bound ones searchable by all.
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+        if self.own_uid:
+            args += ["--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm"]
+            for parent in _parents_to_make(binds):
+                args += ["--perms", "0755", "--dir", parent]
         for path in binds:
             args += ["--ro-bind", path, path]
         for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -243,18 +328,22 @@ class Jail:
         args += ["--bind", self.sockets, self.sockets]
         for key, value in env.items():
             args += ["--setenv", key, value]
-        plan = {"bwrap": bwrap_path(), "args": [*args, "--", *inner], "cgroups": [str(g / "cgroup.procs") for g in self.groups],
-                "uid": self.uid if self.own_uid else None}
+        if self.own_uid:
+            inner = [sys.executable, "-I", "-S", "-c", _DROP, str(self.uid), WORKDIR, "--", *inner]
+        plan = {"bwrap": bwrap_path(), "args": [*args, "--", *inner], "cgroups": [str(g / "cgroup.procs") for g in self.groups]}
         return [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(plan)]
 
     def seal(self) -> None:
-        """Once the kernel is ready: no more files in the socket folder (it stays connectable)."""
+        """Once the kernel is ready: no more files in the socket folder (it stays connectable).
+
+        Root-owned and mode 555, the kernel's own uid can neither add, rename or remove entries nor
+        change the mode back (only the owner may)."""
         if self.own_uid:
             os.chown(self.sockets, 0, 0)
-        os.chmod(self.sockets, 0o755)
+        os.chmod(self.sockets, 0o555)
 
     def close(self) -> None:
         for group in self.groups:
             _remove_cgroup(group)
-        shutil.rmtree(self.sockets, ignore_errors=True)
+        _remove_socket_folder(self.sockets)
 

@@ -123,7 +123,10 @@ def find_submissions(folder: Path, warnings: list[str] | None = None) -> list[Su
                 continue
             sub = _entry(folder, student, path)
             if sub is None:
-                count += walk(student, path)
+                inside = walk(student, path)
+                if inside == 0:
+                    warnings.append(f"skipped {rel}/ (an empty folder: no submission)")
+                count += inside
             else:
                 found.append(sub)
                 count += 1
