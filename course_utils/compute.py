@@ -24,7 +24,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_utils.counting import ModelConfig, active_parameters, count_parameters
-from course_utils.validate import positive_int
+from course_utils.validate import one_of, positive_int, positive_number
 
 PRECISIONS = {  # bytes per parameter: weights, gradients, Adam moment m, Adam moment v, float32 master copy
     "float32": (4, 4, 4, 4, 0),
@@ -78,9 +78,8 @@ def approximate_forward_flops(cfg: ModelConfig) -> int:
 
 def training_flops(n_params: int | float, n_tokens: int | float) -> float:
     """``6 * N * D``: forward 2N and backward 4N per token. ``training_flops(175e9, 300e9)`` -> 3.15e23."""
-    for name, value in (("n_params", n_params), ("n_tokens", n_tokens)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ValueError(f"{name} must be a positive number, got {value!r}")
+    positive_number("n_params", n_params)
+    positive_number("n_tokens", n_tokens)
     return 6 * n_params * n_tokens
 
 
@@ -103,8 +102,7 @@ def training_memory(n_params: int, precision: str = "float32") -> dict[str, int]
     gradients, float32 moments plus a float32 master copy). Activations are not included.
     """
     positive_int("n_params", n_params)
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {tuple(PRECISIONS)}, got {precision!r}")
+    one_of("precision", precision, tuple(PRECISIONS))
     parts = {name: n_params * size for name, size in zip(_MEMORY_PARTS, PRECISIONS[precision])}
     return {**parts, "total": sum(parts.values())}
 

@@ -13,6 +13,8 @@ import random
 import numpy as np
 import torch
 
+from course_utils.validate import integer
+
 ENV_VAR = "COURSE_DEVICE"
 _KNOWN = ("cpu", "cuda", "mps")
 
@@ -52,8 +54,7 @@ def seed_everything(seed: int = 0) -> torch.Generator:
 
     Returns a fresh CPU ``torch.Generator`` seeded the same way, for code that prefers an explicit one.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    integer("seed", seed)
     if not 0 <= seed < 2**32:
         raise ValueError(f"seed must be in [0, 2**32), got {seed}")
     random.seed(seed)

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from course_utils.masking import causal_mask
 from course_utils.multihead import MultiHeadAttention
+from course_utils.validate import int_in, integer, positive_int
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ class AttentionOnlyTransformer(nn.Module):
 
 def repeated_sequences(n_seqs: int, half_len: int, d_vocab: int, generator: torch.Generator | None = None) -> Int[Tensor, "batch pos"]:
     """``n_seqs`` rows of ``half_len`` random tokens followed by the same tokens: ``[5, 2, 7, 5, 2, 7]``."""
+    positive_int("n_seqs", n_seqs)
+    positive_int("half_len", half_len)
+    positive_int("d_vocab", d_vocab)
     first = torch.randint(0, d_vocab, (n_seqs, half_len), generator=generator)
     return torch.cat([first, first], dim=1)  # (batch, 2 * half_len)
 
@@ -96,6 +100,11 @@ def periodic_sequences(n_seqs: int, cfg: InductionConfig, generator: torch.Gener
     ``[3, 9, 4, 3, 9, 4, 3, ...]`` for period 3. The period varies from row to row, so the copy
     cannot be found from positions alone: the model has to match tokens (an induction head).
     """
+    positive_int("n_seqs", n_seqs)
+    return _periodic_sequences(n_seqs, cfg, generator)
+
+
+def _periodic_sequences(n_seqs: int, cfg: InductionConfig, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
     periods = torch.randint(cfg.min_period, cfg.max_period + 1, (n_seqs,), generator=generator)
     blocks = torch.randint(0, cfg.d_vocab, (n_seqs, cfg.n_ctx), generator=generator)
     index = torch.arange(cfg.n_ctx, device=periods.device)[None, :] % periods[:, None]  # (batch, pos): position within the block
@@ -120,8 +129,9 @@ def train_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 
     ``cpu_threads`` threads (restored afterwards; None = leave as is): for a model this small one
     thread is fastest, and on a busy machine several threads can be ten times slower.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    integer("seed", seed)
+    if cpu_threads is not None:
+        positive_int("cpu_threads", cpu_threads)
     device = torch.device("cpu" if device is None else device)
     threads_before = torch.get_num_threads()
     if cpu_threads is not None:
@@ -156,7 +166,7 @@ def _train(cfg: InductionConfig, seed: int, device: torch.device) -> tuple[Atten
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     losses = []
     for _ in range(cfg.steps):
-        tokens, periods = periodic_sequences(cfg.batch, cfg, gen)
+        tokens, periods = _periodic_sequences(cfg.batch, cfg, gen)
         tokens, periods = tokens.to(device), periods.to(device)
         loss = repeat_loss(model(tokens), tokens, periods)
         optimiser.zero_grad()
@@ -182,7 +192,6 @@ def induction_scores(pattern: Float[Tensor, "batch head q_pos k_pos"], half_len:
     ``i - half_len + 1``, the token that came next last time. A perfect induction head scores 1.
     """
     n_ctx = pattern.shape[-1]
-    if not 2 <= half_len <= n_ctx // 2:
-        raise ValueError(f"half_len must be between 2 and n_ctx // 2 = {n_ctx // 2}, got {half_len}")
+    int_in("half_len", half_len, 2, n_ctx // 2, high_name="n_ctx // 2")
     stripe = pattern.diagonal(offset=-(half_len - 1), dim1=-2, dim2=-1)  # (batch, head, n_ctx - half_len + 1)
     return stripe[..., 1:].mean(dim=(0, -1))  # queries half_len .. n_ctx - 1

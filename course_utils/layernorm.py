@@ -13,24 +13,22 @@ import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 
+from course_utils.validate import float_tensor, non_negative_number, positive_int
+
 
 def _check_x(x) -> Tensor:
-    if not isinstance(x, Tensor) or not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point torch.Tensor, got {getattr(x, 'dtype', type(x).__name__)}")
-    if x.ndim == 0 or x.shape[-1] == 0:
+    float_tensor("x", x, "(..., d_model)", finite=False)
+    if x.shape[-1] == 0:
         raise ValueError(f"x must have a non-empty last dimension (d_model), got shape {tuple(x.shape)}")
     return x
 
 
-def _check_eps(eps) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0:
-        raise ValueError(f"eps must be a number >= 0, got {eps!r}")
-    return float(eps)
-
-
 def norm_stats(x: Float[Tensor, "... d_model"]) -> tuple[Tensor, Tensor]:
     """Mean and (biased) variance over the last axis: ``norm_stats(tensor([2., 4., 6., 8.]))`` -> ``(5., 5.)``."""
-    x = _check_x(x)
+    return _norm_stats(_check_x(x))
+
+
+def _norm_stats(x: Tensor) -> tuple[Tensor, Tensor]:
     mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1), divide by d_model, not d_model - 1
     return mean, var
@@ -42,11 +40,11 @@ def layer_norm(x: Float[Tensor, "... d_model"], w: Float[Tensor, "d_model"] | No
 
     ``layer_norm(tensor([2., 4., 6., 8.]), eps=0)`` -> ``[-1.342, -0.447, 0.447, 1.342]``.
     """
-    x, eps = _check_x(x), _check_eps(eps)
+    x, eps = _check_x(x), non_negative_number("eps", eps)
     for name, p in (("w", w), ("b", b)):
         if p is not None and (not isinstance(p, Tensor) or tuple(p.shape) != (x.shape[-1],)):
             raise ValueError(f"{name} must be a tensor of shape ({x.shape[-1]},), got {getattr(p, 'shape', type(p).__name__)}")
-    mean, var = norm_stats(x)
+    mean, var = _norm_stats(x)
     out = (x - mean) / torch.sqrt(var + eps)  # (..., d_model), mean 0 and variance 1 per vector
     if w is not None:
         out = out * w
@@ -58,7 +56,7 @@ def batch_norm(x: Float[Tensor, "batch d_model"], eps: float = 1e-5) -> Float[Te
 
     ``batch_norm(tensor([[1.], [3.]]), eps=0)`` -> ``[[-1.], [1.]]``: a row's output depends on the others.
     """
-    x, eps = _check_x(x), _check_eps(eps)
+    x, eps = _check_x(x), non_negative_number("eps", eps)
     if x.ndim != 2 or x.shape[0] < 2:
         raise ValueError(f"x must have shape (batch >= 2, d_model), got {tuple(x.shape)}")
     mean = x.mean(dim=0, keepdim=True)  # (1, d_model)
@@ -75,9 +73,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5, bias: bool = True):
         super().__init__()
-        if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 1:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
-        self.d_model, self.eps = d_model, _check_eps(eps)
+        self.d_model, self.eps = positive_int("d_model", d_model), non_negative_number("eps", eps)
         self.w = nn.Parameter(torch.ones(d_model))
         self.b = nn.Parameter(torch.zeros(d_model)) if bias else None
 

@@ -21,45 +21,50 @@ import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
+from course_utils.validate import (float_tensor, has_data, int_at_least, integer, non_negative_int, non_negative_number,
+                                   number, one_of, positive_int)
+
 Expert = Callable[[Tensor], Tensor]
+DISPATCH = ("grouped", "dense")
 
 
 # -- validation at the public boundary -----------------------------------------------------------
+# Public functions check their arguments once, here; the layer checks its sizes when it is built and
+# its input when it is called, then uses the unchecked ``_``-helpers below. The range messages are
+# the module's own wording (notebook 07 prints them).
 def check_experts_and_k(n_experts, k) -> tuple[int, int]:
     """``(n_experts, k)`` as ints, or a ValueError/TypeError naming the bad argument."""
-    for name, value in (("n_experts", n_experts), ("k", k)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if n_experts < 1:
-        raise ValueError(f"n_experts must be at least 1, got {n_experts}")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+    integer("n_experts", n_experts)  # both types first, then the ranges
+    integer("k", k)
+    int_at_least("n_experts", n_experts, 1)
+    int_at_least("k", k, 1)
     if k > n_experts:
         raise ValueError(f"k must be at most n_experts={n_experts} (a token cannot pick more experts than exist), got k={k}")
     return n_experts, k
 
 
-def check_router_logits(router_logits) -> Tensor:
-    """A (tokens, n_experts) floating tensor without NaN, or a ValueError/TypeError naming it."""
-    if not isinstance(router_logits, Tensor):
-        raise TypeError(f"router_logits must be a torch.Tensor, got {type(router_logits).__name__}")
-    if router_logits.ndim != 2 or not router_logits.is_floating_point():
-        raise ValueError(f"router_logits must be a floating tensor of shape (tokens, n_experts), got "
-                         f"shape {tuple(router_logits.shape)} and dtype {router_logits.dtype}")
-    if router_logits.device.type != "meta" and torch.isnan(router_logits).any():
+def _check_no_nan(router_logits: Tensor) -> Tensor:
+    if has_data(router_logits) and torch.isnan(router_logits).any():  # -inf is allowed: an expert switched off
         raise ValueError("router_logits contain NaN (check the router's input and weights for NaN or overflow)")
     return router_logits
+
+
+def check_router_logits(router_logits) -> Tensor:
+    """A (tokens, n_experts) floating tensor without NaN, or a ValueError/TypeError naming it."""
+    float_tensor("router_logits", router_logits, "(tokens, n_experts)", min_dims=2, finite=False)
+    if router_logits.ndim != 2:
+        raise ValueError(f"router_logits must have shape (tokens, n_experts), got shape {tuple(router_logits.shape)}")
+    return _check_no_nan(router_logits)
 
 
 def check_capacity_factor(capacity_factor) -> float | None:
     """``None`` (no capacity limit) or a positive finite number."""
     if capacity_factor is None:
         return None
-    if isinstance(capacity_factor, bool) or not isinstance(capacity_factor, (int, float)):
-        raise TypeError(f"capacity_factor must be a number or None, got {type(capacity_factor).__name__}")
-    if not math.isfinite(capacity_factor) or capacity_factor <= 0:
+    value = number("capacity_factor", capacity_factor)
+    if not 0 < value < math.inf:  # also False for NaN
         raise ValueError(f"capacity_factor must be a positive number (or None for no limit), got {capacity_factor}")
-    return float(capacity_factor)
+    return value
 
 
 # -- the router ---------------------------------------------------------------------------------
@@ -74,7 +79,11 @@ def top_k_gates(router_logits: Float[Tensor, "tokens n_experts"], k: int, select
     """
     router_logits = check_router_logits(router_logits)
     check_experts_and_k(router_logits.shape[-1], k)
-    probs = torch.softmax(router_logits, dim=-1)  # (tokens, n_experts)
+    return _top_k_gates(torch.softmax(router_logits, dim=-1), k, selection_bias)
+
+
+def _top_k_gates(probs: Tensor, k: int, selection_bias: Tensor | None) -> tuple[Tensor, Tensor]:
+    """``top_k_gates`` on router probabilities (tokens, n_experts) already checked."""
     if selection_bias is None:
         top_probs, indices = probs.topk(k, dim=-1)  # (tokens, k) each
     else:
@@ -99,10 +108,15 @@ def top_k_gates_mixtral(router_logits: Float[Tensor, "tokens n_experts"], k: int
 # -- capacity -------------------------------------------------------------------------------------
 def expert_capacity(n_tokens: int, n_experts: int, k: int, capacity_factor: float) -> int:
     """Slots per expert: ceil(capacity_factor · n_tokens · k / n_experts). ``expert_capacity(64, 8, 2, 1.25)`` -> ``20``."""
+    non_negative_int("n_tokens", n_tokens)
     check_experts_and_k(n_experts, k)
     capacity_factor = check_capacity_factor(capacity_factor)
     if capacity_factor is None:
         raise ValueError("capacity_factor must be a positive number here, got None")
+    return _expert_capacity(n_tokens, n_experts, k, capacity_factor)
+
+
+def _expert_capacity(n_tokens: int, n_experts: int, k: int, capacity_factor: float) -> int:
     return math.ceil(capacity_factor * n_tokens * k / n_experts)
 
 
@@ -237,23 +251,28 @@ class MoE(nn.Module):
     them. With ``capacity_factor`` set, each expert takes at most ``expert_capacity(tokens,
     n_experts, k, capacity_factor)`` assignments per call and drops the rest. ``selection_bias`` (a
     buffer, zeros by default) is DeepSeek-V3's balancing bias. ``dispatch`` is ``"grouped"`` or ``"dense"``.
+    ``generator`` (a CPU ``torch.Generator``), if given, draws the initial weights instead of torch's
+    global random state (the same numbers as ``torch.manual_seed`` with that seed).
     """
 
     def __init__(self, d_model: int, d_mlp: int, n_experts: int, k: int = 2, capacity_factor: float | None = None,
-                 init_std: float = 0.02, dispatch: str = "grouped"):
+                 init_std: float = 0.02, dispatch: str = "grouped", generator: torch.Generator | None = None):
         super().__init__()
-        for name, value in (("d_model", d_model), ("d_mlp", d_mlp)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if dispatch not in ("grouped", "dense"):
-            raise ValueError(f"dispatch must be 'grouped' or 'dense', got {dispatch!r}")
+        positive_int("d_model", d_model)
+        positive_int("d_mlp", d_mlp)
+        one_of("dispatch", dispatch, DISPATCH)
         self.n_experts, self.k = check_experts_and_k(n_experts, k)
         self.d_model, self.d_mlp, self.dispatch = d_model, d_mlp, dispatch
         self.capacity_factor = check_capacity_factor(capacity_factor)
-        self.W_router = nn.Parameter(torch.randn(d_model, n_experts) * init_std)
-        self.W_gate = nn.Parameter(torch.randn(n_experts, d_model, d_mlp) * init_std)
-        self.W_in = nn.Parameter(torch.randn(n_experts, d_model, d_mlp) * init_std)
-        self.W_out = nn.Parameter(torch.randn(n_experts, d_mlp, d_model) * init_std)
+        init_std = non_negative_number("init_std", init_std)
+
+        def draw(*shape):  # from ``generator`` if given, else from torch's global random state
+            return torch.randn(*shape, generator=generator) * init_std
+
+        self.W_router = nn.Parameter(draw(d_model, n_experts))
+        self.W_gate = nn.Parameter(draw(n_experts, d_model, d_mlp))
+        self.W_in = nn.Parameter(draw(n_experts, d_model, d_mlp))
+        self.W_out = nn.Parameter(draw(n_experts, d_mlp, d_model))
         self.register_buffer("selection_bias", torch.zeros(n_experts))
 
     def expert(self, e: int) -> Expert:
@@ -266,18 +285,27 @@ class MoE(nn.Module):
 
     def route(self, x: Float[Tensor, "tokens d_model"]) -> Routing:
         """Router logits, probabilities, the chosen experts, their gates and which assignments fit."""
-        logits = x @ self.W_router  # (tokens, n_experts)
-        gates, indices = top_k_gates(logits, self.k, self.selection_bias)
-        capacity = None if self.capacity_factor is None else expert_capacity(x.shape[0], self.n_experts, self.k, self.capacity_factor)
+        if not isinstance(x, Tensor) or x.ndim != 2 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (tokens, d_model={self.d_model}), "
+                             f"got {getattr(x, 'shape', type(x).__name__)}")
+        return self._route(x)
+
+    def _route(self, x: Tensor) -> Routing:
+        """``route`` on a (tokens, d_model) input already checked; the one value check is for NaN logits."""
+        logits = _check_no_nan(x @ self.W_router)  # (tokens, n_experts)
+        probs = torch.softmax(logits, dim=-1)
+        gates, indices = _top_k_gates(probs, self.k, self.selection_bias)
+        capacity = None if self.capacity_factor is None else _expert_capacity(x.shape[0], self.n_experts, self.k,
+                                                                              self.capacity_factor)
         kept = torch.ones_like(indices, dtype=torch.bool) if capacity is None else capacity_mask(indices, self.n_experts, capacity)
-        return Routing(logits, torch.softmax(logits, dim=-1), indices, gates, kept, capacity)
+        return Routing(logits, probs, indices, gates, kept, capacity)
 
     def forward_with_routing(self, x: Float[Tensor, "... d_model"]) -> tuple[Float[Tensor, "... d_model"], Routing]:
         if not isinstance(x, Tensor) or x.ndim not in (2, 3) or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (batch, pos, d_model={self.d_model}) or (tokens, d_model={self.d_model}), "
                              f"got {getattr(x, 'shape', type(x).__name__)}")
         tokens = x.reshape(-1, self.d_model)  # (batch * pos, d_model)
-        routing = self.route(tokens)
+        routing = self._route(tokens)
         kept = None if routing.capacity is None else routing.kept
         if self.dispatch == "dense":
             out = dispatch_dense(tokens, routing.indices, routing.gates, self.W_gate, self.W_in, self.W_out, kept)

@@ -18,6 +18,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from course_utils.moe import check_experts_and_k, check_router_logits
+from course_utils.validate import non_negative_number, number
 
 
 def load_balancing_loss(router_logits: Float[Tensor, "tokens n_experts"], k: int, alpha: float = 1.0,
@@ -31,8 +32,14 @@ def load_balancing_loss(router_logits: Float[Tensor, "tokens n_experts"], k: int
     ``load_balancing_loss(torch.zeros(4, 8), 2)`` -> ``1.0`` (uniform routing gives exactly α).
     """
     router_logits = check_router_logits(router_logits)
+    check_experts_and_k(router_logits.shape[-1], k)
+    number("alpha", alpha)
+    return _load_balancing_loss(router_logits, k, alpha, indices)
+
+
+def _load_balancing_loss(router_logits: Tensor, k: int, alpha: float, indices: Tensor | None) -> Tensor:
+    """``load_balancing_loss`` on arguments already checked (the layer's own routing, every training step)."""
     n_tokens, n_experts = router_logits.shape
-    check_experts_and_k(n_experts, k)
     probs = torch.softmax(router_logits, dim=-1)  # (tokens, n_experts)
     if indices is None:
         indices = probs.topk(k, dim=-1).indices  # (tokens, k)
@@ -57,8 +64,7 @@ def update_selection_bias(bias: Float[Tensor, "n_experts"], load: Int[Tensor, "n
     bᵢ ← bᵢ + rate · sign(mean load − loadᵢ). ``update_selection_bias(torch.zeros(2), torch.tensor([3, 1]), 0.1)``
     -> ``[-0.1, 0.1]``. The bias only changes which experts are chosen, never the gates.
     """
-    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate < 0:
-        raise ValueError(f"rate must be a non-negative number, got {rate!r}")
+    non_negative_number("rate", rate)
     load = load.to(bias.dtype)
     return bias + rate * torch.sign(load.mean() - load)
 

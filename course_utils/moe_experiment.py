@@ -19,7 +19,8 @@ import torch
 from torch import Tensor
 
 from course_utils.moe import MoE, check_capacity_factor, check_experts_and_k
-from course_utils.moe_balancing import load_balancing_loss, load_shares, update_selection_bias
+from course_utils.moe_balancing import _load_balancing_loss, load_shares, update_selection_bias
+from course_utils.validate import integer, one_of
 
 BALANCING = ("none", "aux", "bias")
 
@@ -87,9 +88,9 @@ def specialisation(model: MoE, x: Tensor, ids: Tensor, n_tasks: int) -> Tensor:
     return table / table.sum(dim=1, keepdim=True)
 
 
-def _check_config(cfg: ExperimentConfig, balancing: str) -> None:
-    if balancing not in BALANCING:
-        raise ValueError(f"balancing must be one of {BALANCING}, got {balancing!r}")
+def _check_config(cfg: ExperimentConfig, balancing: str, seed: int) -> None:
+    one_of("balancing", balancing, BALANCING)
+    integer("seed", seed)
     check_experts_and_k(cfg.n_experts, cfg.k)
     check_capacity_factor(cfg.capacity_factor)
 
@@ -109,9 +110,12 @@ def _one_thread():
 def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=None) -> TrainingRun:
     """Train a fresh ``MoE`` on the toy task; the task and the initial weights depend only on ``seed``.
 
+    Everything random is drawn from local generators seeded from ``seed``; torch's global random
+    state is neither used nor changed.
+
     ``progress`` is an optional tqdm-like bar to advance once per step.
     """
-    _check_config(cfg, balancing)
+    _check_config(cfg, balancing, seed)
     with _one_thread():
         return _train(cfg, balancing, seed, progress)
 
@@ -119,8 +123,9 @@ def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=Non
 def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> TrainingRun:
     task = make_task(cfg, torch.Generator().manual_seed(seed))
     data_gen = torch.Generator().manual_seed(seed + 1)
-    torch.manual_seed(seed + 2)  # the model's initial weights
-    model = MoE(cfg.d_model, cfg.d_mlp, cfg.n_experts, cfg.k, cfg.capacity_factor, init_std=0.1, dispatch="dense")
+    weights_gen = torch.Generator().manual_seed(seed + 2)  # the model's initial weights; the global state is left alone
+    model = MoE(cfg.d_model, cfg.d_mlp, cfg.n_experts, cfg.k, cfg.capacity_factor, init_std=0.1, dispatch="dense",
+                generator=weights_gen)
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     shares, task_losses = [], []
     for _ in range(cfg.steps):
@@ -129,7 +134,7 @@ def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> Traini
         task_loss = (out - y).pow(2).mean()
         loss = task_loss
         if balancing == "aux":
-            loss = loss + load_balancing_loss(routing.logits, cfg.k, cfg.alpha, routing.indices)
+            loss = loss + _load_balancing_loss(routing.logits, cfg.k, cfg.alpha, routing.indices)  # checked above
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()

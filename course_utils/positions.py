@@ -23,16 +23,20 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
-from course_utils.validate import float_tensor, integer, positive_int
+from course_utils.validate import float_tensor, integer, one_of, positive_int
 
 BASE = 10_000.0
 PAIRS = "features are rotated in pairs"  # why a width must be even
 
 
-def sinusoid_frequencies(d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64) -> Float[Tensor, "half"]:
-    """Angular speed of each feature pair, 1 / base^(2i / d_model): ``sinusoid_frequencies(4)`` -> ``[1.0, 0.01]``."""
+def sinusoid_frequencies(d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64,
+                         device: torch.device | str | None = None) -> Float[Tensor, "half"]:
+    """Angular speed of each feature pair, 1 / base^(2i / d_model): ``sinusoid_frequencies(4)`` -> ``[1.0, 0.01]``.
+
+    Built on ``device`` (default: the CPU).
+    """
     positive_int("d_model", d_model, even=True, why=PAIRS)
-    two_i = torch.arange(0, d_model, 2, dtype=dtype)  # (d_model // 2,)
+    two_i = torch.arange(0, d_model, 2, dtype=dtype, device=device)  # (d_model // 2,)
     return base ** (-two_i / d_model)
 
 
@@ -109,8 +113,7 @@ def rope_rotate(
     defaults to 0, 1, 2, ... Rotating queries and keys this way makes q·k depend only on the
     offset between their positions. ``layout="halves"`` pairs feature i with i + d_head/2 instead.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    one_of("layout", layout, LAYOUTS)
     float_tensor("x", x, "(..., pos, d_head)", min_dims=2, finite=False)
     d_head, n_pos = x.shape[-1], x.shape[-2]
     positive_int("d_head (the last dim of x)", d_head, even=True, why=PAIRS)
@@ -119,8 +122,10 @@ def rope_rotate(
     if not isinstance(positions, torch.Tensor) or positions.shape != (n_pos,):
         raise ValueError(f"positions must be a tensor of shape ({n_pos},), got "
                          f"{tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__}")
-    angles = positions.to(torch.float64)[:, None] * sinusoid_frequencies(d_head, base).to(positions.device)  # (pos, d_head // 2)
-    cos, sin = angles.cos().to(x.dtype).to(x.device), angles.sin().to(x.dtype).to(x.device)
+    wide = torch.float32 if x.device.type == "mps" else torch.float64  # Apple's GPU has no float64
+    freqs = sinusoid_frequencies(d_head, base, dtype=wide, device=x.device)  # (d_head // 2,), made where x lives
+    angles = positions.to(device=x.device, dtype=wide)[:, None] * freqs  # (pos, d_head // 2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     if layout == "halves":
         first, second = x[..., : d_head // 2], x[..., d_head // 2:]  # each (..., pos, d_head // 2)
         return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)  # (..., pos, d_head)

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from course_utils.toy_models import single_threaded
+from course_utils.validate import float_tensor, int_in, integer, non_negative_number, positive_int, positive_number
 
 
 class SparseAutoencoder(nn.Module):
@@ -22,10 +23,9 @@ class SparseAutoencoder(nn.Module):
 
     def __init__(self, d_in: int, d_sae: int, seed: int | None = None):
         super().__init__()
-        for name, value in (("d_in", d_in), ("d_sae", d_sae)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        gen = None if seed is None else torch.Generator().manual_seed(seed)
+        positive_int("d_in", d_in)
+        positive_int("d_sae", d_sae)
+        gen = None if seed is None else torch.Generator().manual_seed(integer("seed", seed))
         self.W_enc = nn.Parameter(nn.init.kaiming_uniform_(torch.empty(d_in, d_sae), generator=gen))
         self.W_dec = nn.Parameter(self.W_enc.detach().T.clone())  # (d_sae, d_in), tied at the start
         self.b_enc = nn.Parameter(torch.zeros(d_sae))
@@ -51,6 +51,11 @@ def train_sparse_autoencoder(sae: SparseAutoencoder, sample, steps: int = 2000, 
     """
     if not callable(sample):
         raise TypeError(f"sample must be a callable (batch_size, generator) -> activations, got {type(sample).__name__}")
+    positive_int("steps", steps)
+    positive_int("batch_size", batch_size)
+    positive_number("lr", lr)
+    non_negative_number("l1", l1)
+    integer("seed", seed)
     gen = torch.Generator(device=sae.W_enc.device).manual_seed(seed)
     optimiser = torch.optim.Adam(sae.parameters(), lr=lr)
     history = torch.empty(steps)
@@ -73,8 +78,9 @@ def recovered_features(true_directions: Float[Tensor, "n d"], dictionary: Float[
     ``recovered_features(torch.eye(2), torch.tensor([[1., 0.1]]))`` -> ``([0.995, 0.0995], [True, False])``.
     """
     for name, t in (("true_directions", true_directions), ("dictionary", dictionary)):
-        if not isinstance(t, Tensor) or t.ndim != 2:
-            raise ValueError(f"{name} must be a 2-d tensor (rows are directions), got {getattr(t, 'shape', type(t).__name__)}")
+        float_tensor(name, t, "(rows, d): rows are directions", min_dims=2, finite=False)
+        if t.ndim != 2:
+            raise ValueError(f"{name} must be a 2-d tensor (rows are directions), got {tuple(t.shape)}")
     if true_directions.shape[1] != dictionary.shape[1]:
         raise ValueError(f"true_directions and dictionary must have the same width, got {true_directions.shape[1]} and {dictionary.shape[1]}")
     a = true_directions / true_directions.norm(dim=1, keepdim=True).clamp_min(1e-12)
@@ -85,8 +91,7 @@ def recovered_features(true_directions: Float[Tensor, "n d"], dictionary: Float[
 
 def hidden_activation_sampler(model, instance: int):
     """``sample(batch_size, generator)`` -> hidden activations (batch, n_hidden) of one toy-model instance."""
-    if isinstance(instance, bool) or not isinstance(instance, int) or not 0 <= instance < model.n_instances:
-        raise ValueError(f"instance must be an int in [0, {model.n_instances}), got {instance!r}")
+    int_in("instance", instance, 0, model.n_instances - 1)  # one of the model's n_instances
 
     def sample(batch_size: int, generator: torch.Generator | None = None) -> Tensor:
         with torch.no_grad():

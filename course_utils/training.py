@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from course_utils.sampling import cross_entropy
+from course_utils.validate import int_in, int_tensor, integer, number, number_in, positive_int
 
 
 @dataclass
@@ -41,11 +42,11 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "eval_every", "eval_windows"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"TrainConfig.{name} must be a positive int, got {value!r}")
-        if not 0 <= self.warmup_steps <= self.steps:
-            raise ValueError(f"TrainConfig.warmup_steps must be in 0..steps={self.steps}, got {self.warmup_steps}")
+            positive_int(f"TrainConfig.{name}", getattr(self, name))
+        int_in("TrainConfig.warmup_steps", self.warmup_steps, 0, self.steps, high_name="steps")
+        integer("TrainConfig.seed", self.seed)
+        number("TrainConfig.min_lr", self.min_lr)
+        number("TrainConfig.max_lr", self.max_lr)
         if not 0 <= self.min_lr <= self.max_lr:
             raise ValueError(f"TrainConfig needs 0 <= min_lr <= max_lr, got {self.min_lr} and {self.max_lr}")
         self.betas = tuple(self.betas)
@@ -67,20 +68,33 @@ def sequence_loss(logits: Float[Tensor, "batch pos d_vocab"], targets: Int[Tenso
     return cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))  # (batch·pos, d_vocab) rows
 
 
+def _check_ids(ids, name: str = "ids") -> Tensor:
+    int_tensor(name, ids, " (token ids)")
+    if ids.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d tensor of token ids, got shape {tuple(ids.shape)}")
+    return ids
+
+
 def split_tokens(ids: Int[Tensor, "n"], val_fraction: float = 0.1) -> tuple[Tensor, Tensor]:
     """First (1 - val_fraction) of the ids to train on, the rest to validate: ``split_tokens(arange(10))`` -> 9 and 1 ids."""
-    if not isinstance(ids, Tensor) or ids.ndim != 1 or ids.is_floating_point():
-        raise TypeError("ids must be a 1-d integer tensor of token ids")
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    _check_ids(ids)
+    number_in("val_fraction", val_fraction, 0, 1, low_open=True, high_open=True)
     cut = int(len(ids) * (1 - val_fraction))
     return ids[:cut], ids[cut:]
 
 
 def get_batch(ids: Int[Tensor, "n"], batch_size: int, n_ctx: int, generator: torch.Generator | None = None):
     """``batch_size`` random windows: inputs ``ids[i : i + n_ctx]`` and targets shifted by one, each (batch, n_ctx)."""
+    _check_ids(ids)
+    positive_int("batch_size", batch_size)
+    positive_int("n_ctx", n_ctx)
     if len(ids) <= n_ctx:
         raise ValueError(f"ids has {len(ids)} tokens, need more than n_ctx={n_ctx}")
+    return _get_batch(ids, batch_size, n_ctx, generator)
+
+
+def _get_batch(ids: Tensor, batch_size: int, n_ctx: int, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
+    """``get_batch`` on arguments already checked (``train`` checks them once, before its first step)."""
     starts = torch.randint(0, len(ids) - n_ctx, (batch_size,), generator=generator)
     offsets = torch.arange(n_ctx + 1)
     windows = ids[starts[:, None] + offsets]  # (batch, n_ctx + 1)
@@ -142,6 +156,9 @@ def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m
     """
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
+    _check_ids(train_ids, "train_ids")  # once here; every step's _get_batch skips the checks
+    if len(train_ids) <= model.cfg.n_ctx:
+        raise ValueError(f"ids has {len(train_ids)} tokens, need more than n_ctx={model.cfg.n_ctx}")
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(cfg.seed)
     optimizer = make_optimizer(model, cfg)
@@ -152,7 +169,7 @@ def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m
         lr = lr_at(step, cfg)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
+        x, y = _get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
         loss = sequence_loss(model(x.to(device), impl="fused"), y.to(device))  # a 0-d tensor
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

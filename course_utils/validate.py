@@ -68,6 +68,15 @@ def non_negative_int(name: str, value: Any) -> int:
     return value
 
 
+def int_at_least(name: str, value: Any, low: int, *, why: str = "") -> int:
+    """``value`` if it is an int >= ``low``: ``int_at_least("k", 0, 1)`` -> ``ValueError: k must be at least 1, got 0``;
+    ``why`` is added in brackets (``vocab_size must be at least 256 (the byte alphabet), got 8``)."""
+    integer(name, value)
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}{f' ({why})' if why else ''}, got {value}")
+    return value
+
+
 def int_in(name: str, value: Any, low: int, high: int, *, high_name: str = "") -> int:
     """``value`` if it is an int with ``low <= value <= high``: ``int_in("top_k", 0, 1, 4, high_name="d_vocab")``
     -> ``ValueError: top_k must be between 1 and d_vocab=4, got 0``."""
@@ -93,6 +102,14 @@ def positive_number(name: str, value: Any) -> float:
     return value
 
 
+def non_negative_number(name: str, value: Any) -> float:
+    """``value`` as a float if it is a finite number >= 0: ``non_negative_number("eps", -1)`` -> ``ValueError``."""
+    value = number(name, value)
+    if not 0 <= value < float("inf"):  # also False for NaN
+        raise ValueError(f"{name} must be a non-negative finite number, got {value!r}")
+    return value
+
+
 def number_in(name: str, value: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> float:
     """``value`` as a float if ``low <= value <= high`` (either end may be open)."""
     value = number(name, value)
@@ -101,6 +118,14 @@ def number_in(name: str, value: Any, low: float, high: float, *, low_open: bool 
     if too_low or too_high or value != value:
         interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
         raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return value
+
+
+def one_of(name: str, value: Any, choices: tuple) -> Any:
+    """``value`` if it is one of ``choices``: ``one_of("layout", "rows", ("interleaved", "halves"))`` ->
+    ``ValueError: layout must be one of ('interleaved', 'halves'), got 'rows'``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
 
 

@@ -1,5 +1,7 @@
 """The n² table, the exponent fit, and the measurement's shape (not its timings, which vary)."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -20,12 +22,44 @@ def test_fit_exponent_recovers_known_powers():
         fit_exponent([1], [1])
 
 
-def test_measurement_reports_pattern_bytes_and_restores_threads():
+def _fake_clock(monkeypatch) -> dict:
+    """Replace attention_scaling's clock by one that only moves when a test says so."""
+    from course_utils import attention_scaling
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(attention_scaling, "time", SimpleNamespace(perf_counter=lambda: clock["now"]))
+    return clock
+
+
+def test_measurement_times_causal_attention_reports_the_median_run_and_restores_threads(monkeypatch):
+    from course_utils import attention_scaling
+    from course_utils.attention import attention_pattern
+
+    clock = _fake_clock(monkeypatch)
+    run_ms = [100, 1, 7, 2, 50]  # per size and call, scaled by n / 32: a warm-up, three timed runs, the final run
+    calls = []
+
+    def timed_pattern(q, k, mask):  # the real pattern; a run on n positions "takes" run_ms[i] * n / 32 ms
+        n_seen = sum(c[0].shape[-2] == q.shape[-2] for c in calls)
+        clock["now"] += run_ms[min(n_seen, len(run_ms) - 1)] * q.shape[-2] / 32 / 1000
+        pattern = attention_pattern(q, k, mask)
+        calls.append((q, k, pattern))
+        return pattern
+
+    monkeypatch.setattr(attention_scaling, "attention_pattern", timed_pattern)
     threads = torch.get_num_threads()
-    rows = measure_attention([32, 64], d_head=8, n_heads=2, repeats=1)
+    rows = measure_attention([32, 64], d_head=8, n_heads=2, repeats=3)
     assert torch.get_num_threads() == threads
+    assert [r["n_ctx"] for r in rows] == [32, 64]  # one row per requested length, in order
+    assert [r["seconds"] for r in rows] == pytest.approx([0.002, 0.004])  # median of 1, 7, 2 (x n/32) ms
     assert [r["pattern_bytes"] for r in rows] == [2 * 32 * 32 * 4, 2 * 64 * 64 * 4]
-    assert all(r["seconds"] > 0 for r in rows)
+    assert {q.shape[-2] for q, _, _ in calls} == {32, 64}
+    for q, k, pattern in calls:  # what is timed is causal attention of (head, pos, d_head) inputs
+        n = q.shape[-2]
+        assert q.shape == k.shape == (2, n, 8)
+        scores = (q @ k.transpose(-2, -1)) / 8**0.5
+        causal = torch.ones(n, n, dtype=torch.bool).tril()
+        torch.testing.assert_close(pattern, torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1))
 
 
 @pytest.mark.gpu
@@ -93,8 +127,39 @@ def test_mask_savings_reports_the_four_variants_and_restores_threads():
     timings = measure_mask_savings(128, 16, d_head=8, repeats=1)
     assert torch.get_num_threads() == threads
     assert set(timings) == {"full", "causal", "causal_as_table", "window"}
-    assert all(t["seconds"] > 0 and t["relative"] > 0 for t in timings.values())
     assert timings["full"]["relative"] == 1.0
+
+
+def test_mask_savings_are_each_variants_median_time_and_its_median_ratio_to_full(monkeypatch):
+    from course_utils import attention_scaling
+
+    clock = _fake_clock(monkeypatch)
+    cost = {"full": 4.0, "causal": 2.0, "causal_as_table": 5.0, "window": 1.0}  # seconds on an idle machine
+    slowdown = [10.0, 1.0, 3.0, 2.0]  # the warm-up, then three rounds on a machine busy by this factor
+    fused = torch.nn.functional.scaled_dot_product_attention
+    full_calls = []
+
+    def advance(variant):
+        clock["now"] += cost[variant] * slowdown[len(full_calls) - 1]
+
+    def timed_fused(q, k, v, attn_mask=None, is_causal=False):
+        variant = "causal" if is_causal else "causal_as_table" if attn_mask is not None else "full"
+        if variant == "full":
+            full_calls.append(1)
+        advance(variant)
+        return fused(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+
+    def timed_window(q, k, v, window, impl="reference"):
+        advance("window")
+        return torch.zeros_like(q)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", timed_fused)
+    monkeypatch.setattr(attention_scaling, "sliding_window_attention", timed_window)
+    timings = attention_scaling.measure_mask_savings(64, 8, d_head=8, repeats=3)
+    assert len(full_calls) == 4  # a warm-up and three rounds
+    for name, seconds in cost.items():
+        assert timings[name]["seconds"] == pytest.approx(seconds * 2.0)  # the median slowdown of 1, 3, 2
+        assert timings[name]["relative"] == pytest.approx(seconds / cost["full"])  # the same in every round
 
 
 @pytest.mark.gpu

@@ -86,7 +86,10 @@ def test_training_memory_matches_a_real_adam_step(dtype, precision):
     model(_tokens(_GPT2_TINY)).float().sum().backward()
     optimizer.step()
     params = list(model.parameters())
-    nbytes = lambda tensors: sum(t.numel() * t.element_size() for t in tensors)
+
+    def nbytes(tensors):
+        return sum(t.numel() * t.element_size() for t in tensors)
+
     states = [s for p in params for key, s in optimizer.state[p].items() if key != "step"]
     got = compute.training_memory(sum(p.numel() for p in params), precision)
     assert got["weights"] == nbytes(params) and got["gradients"] == nbytes(p.grad for p in params)
@@ -120,6 +123,11 @@ def test_bad_inputs_name_the_argument():
         compute.training_memory(10, "fp8")
     with pytest.raises(ValueError, match="n_tokens"):
         compute.training_flops(10, -1)
+    with pytest.raises(ValueError, match="n_tokens must be a positive finite number, got inf"):
+        compute.training_flops(10, float("inf"))
+    with pytest.raises(TypeError, match="n_params must be a number, got bool"):
+        compute.training_flops(True, 10)
+    assert compute.training_flops(10, 20) == 1200 and isinstance(compute.training_flops(10, 20), int)
     with pytest.raises(TypeError, match="cfg"):
         compute.kv_cache_bytes_per_token("llama")
     with pytest.raises(ValueError, match="tokens"):

@@ -5,6 +5,7 @@ listed with the reason; a new public function must be added to one of the two ta
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 from pathlib import Path
@@ -17,10 +18,14 @@ from torch.utils._pytree import tree_flatten
 ROOT = Path(__file__).resolve().parents[1] / "course_utils"
 META = torch.device("meta")
 
-# Modules under course_utils/ that are not Core concept code, or not tensor code, and why.
+# Modules and packages under course_utils/ that are not Core concept code, or not tensor code, and why.
 NOT_SWEPT = {
     "device": "chooses the device (the only module allowed to)",
-    "envcheck": "reports the environment; picks nothing itself",
+    "envcheck": "not Core: picks and describes the device for the environment report (calls pick_device), like device",
+    "tokenisation": "pure-Python byte/str code (BPE, WordPiece, Unigram): no tensors",
+    "checks": "not Core: the notebooks' exercise checks",
+    "viz": "not Core: plots and widgets",
+    "lab": "not Core: the JupyterLab extension, grading and sandbox",
     "tolerances": "tables of numbers, no tensors",
     "validate": "argument checks; tests/test_validate.py covers their meta behaviour",
     "corpus": "text files and strings, no tensors",
@@ -125,7 +130,7 @@ def with_meta_module(build, use):
 
 def _calls_06_09() -> dict:
     from course_utils import counting as CO, generation as GE, gpt as G, head_scores as HS, layernorm as LN
-    from course_utils import moe as MO, moe_balancing as MB, sampling as SA, training as TR
+    from course_utils import moe as MO, moe_balancing as MB, training as TR
     from course_utils.mlp import MLP
     from course_utils.multihead import MultiHeadAttention
 
@@ -264,13 +269,24 @@ NOT_ON_META = {
 }
 
 # Calls that run on meta but still create a tensor on the CPU on the way (a real device bug on a GPU).
-KNOWN_CPU_CREATIONS = {
-    "positions.rope_rotate": "the rotation frequencies are built on the CPU, then copied to x's device",
-}
+# Empty: keep it so; a new entry needs its reason and an issue to remove it.
+KNOWN_CPU_CREATIONS: dict[str, str] = {}
 
 
 def core_modules() -> list[str]:
     return sorted(p.stem for p in ROOT.glob("*.py") if not p.stem.startswith("_") and p.stem not in NOT_SWEPT)
+
+
+def test_every_package_is_listed_and_tokenisation_has_no_tensors():
+    """The sweep covers course_utils/*.py; every package beside them must say why it is not swept."""
+    packages = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file())
+    assert [p for p in packages if p not in NOT_SWEPT] == [], "list these packages in NOT_SWEPT with the reason"
+    for path in sorted((ROOT / "tokenisation").glob("*.py")):  # the reason given for it: no torch at all
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        nodes = list(ast.walk(tree))
+        imported = {a.name.split(".")[0] for n in nodes if isinstance(n, ast.Import) for a in n.names}
+        imported |= {(n.module or "").split(".")[0] for n in nodes if isinstance(n, ast.ImportFrom)}
+        assert not imported & {"torch", "numpy"}, f"{path.name} imports tensors: sweep it or change its reason"
 
 
 def public_callables(module_name: str) -> list[str]:

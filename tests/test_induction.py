@@ -124,6 +124,14 @@ def test_bad_arguments_are_rejected():
         train_induction_model(InductionConfig(steps=1), seed="0")
     with pytest.raises(ValueError, match="tokens"):
         AttentionOnlyTransformer(InductionConfig())([1, 2, 3])
+    with pytest.raises(ValueError, match="cpu_threads must be a positive int, got 0"):
+        train_induction_model(InductionConfig(steps=1), cpu_threads=0)
+    with pytest.raises(ValueError, match="n_seqs must be a positive int, got 0"):
+        repeated_sequences(0, 3, 5)
+    with pytest.raises(ValueError, match="n_seqs must be a positive int, got 0"):
+        periodic_sequences(0, InductionConfig())
+    with pytest.raises(TypeError, match="half_len must be an int, got float"):
+        induction_scores(torch.eye(8)[None, None], 2.0)
 
 
 @pytest.mark.gpu

@@ -244,10 +244,38 @@ def test_bad_input_names_the_argument(call, word):
 def test_wrong_types_raise_type_error():
     with pytest.raises(TypeError, match="k must be an int"):
         top_k_gates(_logits(), 2.0)
+    with pytest.raises(TypeError, match="n_experts must be an int, got bool"):
+        MoE(8, 8, True, 1)
     with pytest.raises(TypeError, match="router_logits"):
         top_k_gates([[0.0, 1.0]], 1)
+    with pytest.raises(TypeError, match="router_logits must be a floating-point tensor"):
+        top_k_gates(torch.zeros(3, 4, dtype=torch.long), 1)
+    with pytest.raises(TypeError, match="capacity_factor must be a number"):
+        MoE(8, 8, 4, 2, capacity_factor="1.0")
+    with pytest.raises(TypeError, match="d_model must be a positive int, got 8.0"):
+        MoE(8.0, 8, 4, 2)
     with pytest.raises(TypeError, match="block must be a transformers MixtralSparseMoeBlock"):
         load_mixtral_block(torch.nn.Linear(2, 2))
+
+
+def test_the_layer_checks_its_input_once_and_still_names_nan_router_logits():
+    layer = MoE(8, 8, 4, 2)
+    with pytest.raises(ValueError, match=r"dispatch must be one of \('grouped', 'dense'\), got 'sparse'"):
+        MoE(8, 8, 4, 2, dispatch="sparse")
+    with pytest.raises(ValueError, match=r"x must have shape \(tokens, d_model=8\)"):
+        layer.route(torch.randn(2, 3, 8))  # route takes tokens; forward also takes (batch, pos, d_model)
+    with pytest.raises(ValueError, match="router_logits contain NaN"):  # a NaN input reaches the router's logits
+        layer(torch.full((2, 3, 8), float("nan")))
+
+
+def test_a_generator_draws_the_same_weights_as_the_global_seed_and_leaves_it_alone():
+    torch.manual_seed(7)
+    seeded = MoE(8, 12, 4, 2, init_std=0.1)
+    state = torch.random.get_rng_state()
+    local = MoE(8, 12, 4, 2, init_std=0.1, generator=torch.Generator().manual_seed(7))
+    assert torch.equal(torch.random.get_rng_state(), state)
+    for name, p in seeded.named_parameters():
+        assert torch.equal(p, dict(local.named_parameters())[name]), name
 
 
 # -- device ---------------------------------------------------------------------------------------
@@ -289,7 +317,11 @@ def test_training_is_deterministic_and_the_capacity_report_adds_up():
     from course_utils.moe_experiment import ExperimentConfig, capacity_report, probe_batch, train_moe
 
     cfg = replace(ExperimentConfig(), steps=15, batch=64)
-    a, b = train_moe(cfg, "bias", seed=3), train_moe(cfg, "bias", seed=3)
+    state = torch.random.get_rng_state()
+    a = train_moe(cfg, "bias", seed=3)
+    assert torch.equal(torch.random.get_rng_state(), state)  # local generators only: the global state is untouched
+    torch.manual_seed(123)  # and the global state does not matter
+    b = train_moe(cfg, "bias", seed=3)
     assert torch.equal(a.shares, b.shares) and a.eval_loss == b.eval_loss
     assert a.model.selection_bias.abs().sum() > 0  # the bias moved
     x, _ = probe_batch(cfg, 256, seed=3)
@@ -299,5 +331,7 @@ def test_training_is_deterministic_and_the_capacity_report_adds_up():
     assert a.model.capacity_factor is None  # the report does not change the model
     with pytest.raises(ValueError, match="balancing"):
         train_moe(cfg, "loss", seed=0)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        train_moe(cfg, "none", seed=0.5)
     with pytest.raises(ValueError, match="capacity_factor"):
         capacity_report(a.model, x, 0)

@@ -14,7 +14,7 @@ import torch
 
 from course_utils.attention import scaled_dot_product_attention
 from course_utils.positions import (LearnedPositionEmbedding, closest_positions, halves_order, rope_rotate, shift_rotation,
-                                    sinusoidal_encoding)
+                                    sinusoid_frequencies, sinusoidal_encoding)
 
 
 def _formula(pos: int, j: int, d_model: int) -> float:
@@ -162,6 +162,16 @@ def test_bad_input():
         rope_rotate(torch.zeros(3, 4), torch.tensor([0, 1]))
     with pytest.raises(TypeError, match="floating-point"):
         rope_rotate(torch.zeros(3, 4, dtype=torch.int64))
+    with pytest.raises(ValueError, match=r"^layout must be one of \('interleaved', 'halves'\), got 'pairs'$"):
+        rope_rotate(torch.zeros(3, 4), layout="pairs")
+
+
+def test_rope_builds_its_angles_on_the_device_of_x():
+    assert sinusoid_frequencies(4, device="meta").device.type == "meta"
+    assert sinusoid_frequencies(4).device.type == "cpu"  # default unchanged
+    x = torch.empty(2, 5, 8, device="meta")
+    assert rope_rotate(x, torch.arange(5)).device.type == "meta"  # CPU positions follow x
+    assert rope_rotate(x, layout="halves").device.type == "meta"
 
 
 @pytest.mark.gpu
@@ -172,6 +182,8 @@ def test_rope_layouts_and_closest_positions_follow_the_device():
         gpu = rope_rotate(inp.cuda(), layout=layout)
         assert gpu.device.type == "cuda"
         torch.testing.assert_close(gpu.cpu(), rope_rotate(inp, layout=layout), rtol=1e-5, atol=1e-5)
+        cpu_positions = torch.arange(6)  # positions on the CPU, x on the GPU: the angles are made on the GPU
+        torch.testing.assert_close(rope_rotate(inp.cuda(), cpu_positions, layout=layout), gpu)
     pe = sinusoidal_encoding(64, 16, dtype=torch.float64)
     assert closest_positions(pe.cuda())[1:] == closest_positions(pe)[1:]
 

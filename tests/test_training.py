@@ -71,6 +71,25 @@ def test_batches_are_shifted_windows():
     assert len(train_ids) == 90 and torch.equal(torch.cat([train_ids, val_ids]), ids)
 
 
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: split_tokens(torch.arange(10.0)), TypeError, "ids must have an integer dtype"),
+    (lambda: split_tokens([1, 2, 3]), TypeError, "ids must be an integer torch.Tensor"),
+    (lambda: split_tokens(torch.zeros(2, 5, dtype=torch.long)), ValueError, "ids must be a 1-d tensor"),
+    (lambda: split_tokens(torch.arange(10), 1.0), ValueError, r"val_fraction must be in \(0, 1\)"),
+    (lambda: get_batch(torch.arange(100), True, 8), TypeError, "batch_size must be a positive int, got True"),
+    (lambda: get_batch(torch.arange(100), 4, 0), ValueError, "n_ctx must be a positive int, got 0"),
+    (lambda: get_batch(torch.arange(8), 4, 8), ValueError, "ids has 8 tokens, need more than n_ctx=8"),
+    (lambda: TrainConfig(steps=0), ValueError, "TrainConfig.steps must be a positive int, got 0"),
+    (lambda: TrainConfig(batch_size=16.0), TypeError, "TrainConfig.batch_size must be a positive int"),
+    (lambda: TrainConfig(steps=10, warmup_steps=11), ValueError, "TrainConfig.warmup_steps must be between 0 and steps=10"),
+    (lambda: TrainConfig(seed=0.5), TypeError, "TrainConfig.seed must be an int"),
+    (lambda: TrainConfig(min_lr=0.1, max_lr=0.01), ValueError, "0 <= min_lr <= max_lr"),
+])
+def test_bad_arguments_are_named(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
 def test_training_is_seeded_and_lowers_the_loss():
     ids = _ids()
     train_ids, val_ids = split_tokens(ids)

@@ -88,3 +88,26 @@ def test_tensor_checks_name_the_argument_and_skip_values_on_meta():
         v.int_tensor("counts", torch.ones(2, dtype=torch.bool), " (why)")
     with pytest.raises(ValueError, match="q on cpu, k on meta"):
         v.same_device(q=torch.ones(1), k=torch.ones(1, device="meta"))
+
+
+def test_int_at_least_keeps_the_modules_wording():
+    assert v.int_at_least("k", 1, 1) == 1
+    with pytest.raises(ValueError, match=r"^k must be at least 1, got 0$"):
+        v.int_at_least("k", 0, 1)
+    with pytest.raises(ValueError, match=r"^vocab_size must be at least 256 \(the byte alphabet\), got 8$"):
+        v.int_at_least("vocab_size", 8, 256, why="the byte alphabet")
+    for bad in (1.0, True, "2"):
+        with pytest.raises(TypeError, match="k must be an int"):
+            v.int_at_least("k", bad, 1)
+
+
+def test_non_negative_number_and_one_of():
+    assert v.non_negative_number("eps", 0) == 0.0 and isinstance(v.non_negative_number("eps", 0), float)
+    for bad in (-1e-9, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="eps must be a non-negative finite number"):
+            v.non_negative_number("eps", bad)
+    with pytest.raises(TypeError, match="eps must be a number, got bool"):
+        v.non_negative_number("eps", False)
+    assert v.one_of("layout", "halves", ("interleaved", "halves")) == "halves"
+    with pytest.raises(ValueError, match=r"^layout must be one of \('interleaved', 'halves'\), got 'rows'$"):
+        v.one_of("layout", "rows", ("interleaved", "halves"))
