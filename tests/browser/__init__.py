@@ -1,1 +1,1 @@
-"""Helpers of tests/test_browser.py that need no browser: readout parsers and oracles."""
+"""The browser tests (JupyterLab in headless Chromium), one file per widget, and their helpers: readout parsers and oracles (no browser), the session (notebooks opened once), the server and Chromium support; the shared fixtures live in conftest.py."""

@@ -2,7 +2,7 @@
 
 Covered: temperature (``TOKEN: 0.772``, ``entropy: 0.679 nats``, ``T = 1.000``), mask-editor rows,
 the d_k viewer's statistics, the head viewer's ``k3 A: 0.250`` lines, the welcome slider.
-Left out: anything that needs the browser (tests/browser_support.py).
+Left out: anything that needs the browser (tests/browser/support.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The shared browser-test harness: constants, the notebooks each test drives, the browser session
 (one JupyterLab tab, notebooks opened and run once) and helpers that read and check widgets.
 
-The ``lab`` and ``browser`` fixtures that build them live in ``tests/conftest.py``, so every
-``tests/test_browser*.py`` file shares one JupyterLab server and one Chromium. A test file that
+The ``lab`` and ``browser`` fixtures that build them live in ``tests/browser/conftest.py``, so
+every ``tests/browser/test_*.py`` file shares one JupyterLab server and one Chromium. A test file that
 drives a new notebook registers it in ``NOTEBOOK_OF_TEST`` (or calls ``browser.notebook(name)``),
 so the session opens all needed notebooks at once and their kernels run in parallel.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_support import (
+from browser.support import (
     LabServer,
     RequestLog,
     activate,

@@ -1,5 +1,5 @@
-"""Fixtures shared by every test file under tests/: one JupyterLab server and one headless Chromium
-for all browser tests (``tests/test_browser*.py``), started only when a browser test runs."""
+"""Fixtures shared by every browser test file (``tests/browser/test_*.py``): one JupyterLab server
+and one headless Chromium for all of them, started only when a browser test runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from browser.session import ARTIFACTS, NOTEBOOK_OF_TEST, NOTEBOOKS, WAIT_MS, Session
-from browser_support import LabServer, launch_chromium, missing_browser_reason
+from browser.support import LabServer, launch_chromium, missing_browser_reason
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ update checks and the PyPI extension manager turned off; launching Debian's Chro
 Playwright (never a downloaded browser); opening a notebook, waiting for its kernel, running all
 cells; reading widget readouts by CSS class (see WIDGET_CONTRACT.md); checking that a
 screenshot is not blank; recording every request the page makes.
-Left out: anything specific to one notebook (that lives in tests/test_browser.py).
+Left out: anything specific to one notebook (that lives in the tests/browser/test_<widget>.py files).
 """
 
 from __future__ import annotations
