@@ -44,7 +44,9 @@ def _check_tensor(name: str, x: object, layout: str) -> Tensor:
     if x.ndim < 2:
         raise ValueError(f"{name} must have shape {layout} (at least 2 dims), got shape {_shape(x)}")
     if x.shape[-2] == 0 or x.shape[-1] == 0:
-        raise ValueError(f"{name} is empty: expected shape {layout} with positions and features > 0, got shape {_shape(x)}")
+        raise ValueError(
+            f"{name} is empty: expected shape {layout} with positions and features > 0, got shape {_shape(x)}"
+        )
     if has_data(x) and not bool(torch.isfinite(x).all()):  # a meta tensor has shapes only
         raise ValueError(f"{name} contains NaN or inf (shape {_shape(x)}); attention needs finite inputs")
     return x
@@ -77,8 +79,10 @@ def _check_mask(mask: object, q: Tensor, k: Tensor) -> Tensor | None:
     except RuntimeError:
         fits = False
     if not fits:
-        raise ValueError(f"mask of shape {_shape(mask)} does not broadcast to the scores' shape {target} "
-                         f"(q {_shape(q)}, k {_shape(k)})")
+        raise ValueError(
+            f"mask of shape {_shape(mask)} does not broadcast to the scores' shape {target} "
+            f"(q {_shape(q)}, k {_shape(k)})"
+        )
     return mask.to(q.device)
 
 
@@ -165,7 +169,9 @@ def pattern_entropy(pattern: Float[Tensor, "... q_pos k_pos"]) -> Float[Tensor, 
     return row_entropy(pattern)
 
 
-def random_scores(n_queries: int, n_keys: int, d_k: int, *, scaled: bool, seed: int = 0) -> Float[Tensor, "n_queries n_keys"]:
+def random_scores(
+    n_queries: int, n_keys: int, d_k: int, *, scaled: bool, seed: int = 0
+) -> Float[Tensor, "n_queries n_keys"]:
     """q·k for random q, k with unit-variance entries (float64), divided by sqrt(d_k) when ``scaled``.
 
     ``random_scores(300, 300, 64, scaled=False).var()`` -> about 64; with ``scaled=True`` about 1.
@@ -211,9 +217,13 @@ class AttentionHead(nn.Module):
         self.W_V = nn.Parameter(torch.randn(d_model, d_head) * init_std)
         self.W_O = nn.Parameter(torch.randn(d_head, d_model) * init_std)
 
-    def forward(self, x: Float[Tensor, "... pos d_model"], mask: Bool[Tensor, "... pos pos"] | None = None) -> Float[Tensor, "... pos d_model"]:
+    def forward(
+        self, x: Float[Tensor, "... pos d_model"], mask: Bool[Tensor, "... pos pos"] | None = None
+    ) -> Float[Tensor, "... pos d_model"]:
         if not isinstance(x, torch.Tensor) or x.ndim < 2 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must be a tensor of shape (..., pos, d_model={self.d_model}), got "
-                             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+            raise ValueError(
+                f"x must be a tensor of shape (..., pos, d_model={self.d_model}), got "
+                f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+            )
         q, k, v = x @ self.W_Q, x @ self.W_K, x @ self.W_V  # each (..., pos, d_head)
         return scaled_dot_product_attention(q, k, v, mask) @ self.W_O  # (..., pos, d_model)

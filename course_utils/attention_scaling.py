@@ -46,8 +46,15 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def measure_attention(n_ctx_values: Sequence[int], d_head: int = 64, n_heads: int = 1, device="cpu",
-                      repeats: int = 5, seed: int = 0, cpu_threads: int | None = 1) -> list[dict]:
+def measure_attention(
+    n_ctx_values: Sequence[int],
+    d_head: int = 64,
+    n_heads: int = 1,
+    device="cpu",
+    repeats: int = 5,
+    seed: int = 0,
+    cpu_threads: int | None = 1,
+) -> list[dict]:
     """Time the readable attention (scores, causal mask, softmax, weighted sum) for each length.
 
     Returns one dict per length: ``n_ctx``, ``seconds`` (median of ``repeats`` runs after a warm-up),
@@ -123,9 +130,14 @@ def _band_mask(window: int, n_blocks: int, device) -> Tensor:
     return mask
 
 
-def sliding_window_attention(q: Float[Tensor, "... pos d_head"], k: Float[Tensor, "... pos d_head"],
-                             v: Float[Tensor, "... pos d_head_v"], window: int, *,
-                             impl: str = "reference") -> Float[Tensor, "... pos d_head_v"]:
+def sliding_window_attention(
+    q: Float[Tensor, "... pos d_head"],
+    k: Float[Tensor, "... pos d_head"],
+    v: Float[Tensor, "... pos d_head_v"],
+    window: int,
+    *,
+    impl: str = "reference",
+) -> Float[Tensor, "... pos d_head_v"]:
     """Causal attention over the last ``window`` keys, computing only the band: O(pos · window) work.
 
     Same numbers as ``scaled_dot_product_attention(q, k, v, sliding_window_mask(pos, window))``
@@ -136,9 +148,16 @@ def sliding_window_attention(q: Float[Tensor, "... pos d_head"], k: Float[Tensor
     positive_int("window", window)
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
-    if not all(isinstance(t, Tensor) for t in (q, k, v)) or q.ndim < 2 or q.shape[:-1] != k.shape[:-1] or k.shape[:-1] != v.shape[:-1]:
-        raise ValueError("q, k and v must be tensors of shape (..., pos, d) with the same leading dims and positions (self-attention), "
-                         f"got {[tuple(getattr(t, 'shape', ())) for t in (q, k, v)]}")
+    if (
+        not all(isinstance(t, Tensor) for t in (q, k, v))
+        or q.ndim < 2
+        or q.shape[:-1] != k.shape[:-1]
+        or k.shape[:-1] != v.shape[:-1]
+    ):
+        raise ValueError(
+            "q, k and v must be tensors of shape (..., pos, d) with the same leading dims and positions (self-attention), "
+            f"got {[tuple(getattr(t, 'shape', ())) for t in (q, k, v)]}"
+        )
     pos = q.shape[-2]
     n_blocks = -(-pos // window)
     q_blocks = F.pad(q, (0, 0, 0, n_blocks * window - pos)).unflatten(-2, (n_blocks, window))  # (..., n_blocks, w, d)
@@ -152,8 +171,16 @@ def sliding_window_attention(q: Float[Tensor, "... pos d_head"], k: Float[Tensor
     return out.flatten(-3, -2)[..., :pos, :]  # (..., pos, d_head_v)
 
 
-def measure_mask_savings(n_ctx: int, window: int, d_head: int = 64, n_heads: int = 1, device="cpu",
-                         repeats: int = 7, seed: int = 0, cpu_threads: int | None = 1) -> dict[str, dict[str, float]]:
+def measure_mask_savings(
+    n_ctx: int,
+    window: int,
+    d_head: int = 64,
+    n_heads: int = 1,
+    device="cpu",
+    repeats: int = 7,
+    seed: int = 0,
+    cpu_threads: int | None = 1,
+) -> dict[str, dict[str, float]]:
     """Time PyTorch's fused attention kernel on one (1, head, n_ctx, d_head) input, four ways.
 
     ``full``: no mask; ``causal``: ``is_causal=True``, so the kernel knows which tiles are empty and
@@ -171,17 +198,26 @@ def measure_mask_savings(n_ctx: int, window: int, d_head: int = 64, n_heads: int
         torch.set_num_threads(cpu_threads)
     try:
         gen = torch.Generator(device=device).manual_seed(seed)
-        q, k, v = torch.randn(3, 1, n_heads, n_ctx, d_head, generator=gen, device=device)  # 3 × (batch, head, pos, d_head)
+        q, k, v = torch.randn(
+            3, 1, n_heads, n_ctx, d_head, generator=gen, device=device
+        )  # 3 × (batch, head, pos, d_head)
         table = causal_mask(n_ctx, device=device)
-        runs = {"full": lambda: F.scaled_dot_product_attention(q, k, v),
-                "causal": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                "causal_as_table": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=table),
-                "window": lambda: sliding_window_attention(q, k, v, window, impl="fused")}
+        runs = {
+            "full": lambda: F.scaled_dot_product_attention(q, k, v),
+            "causal": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+            "causal_as_table": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=table),
+            "window": lambda: sliding_window_attention(q, k, v, window, impl="fused"),
+        }
         for run in runs.values():
             run()  # warm-up
         rounds = [{name: _seconds(run, device) for name, run in runs.items()} for _ in range(repeats)]
-        return {name: {"seconds": statistics.median(r[name] for r in rounds),
-                       "relative": statistics.median(r[name] / r["full"] for r in rounds)} for name in runs}
+        return {
+            name: {
+                "seconds": statistics.median(r[name] for r in rounds),
+                "relative": statistics.median(r[name] / r["full"] for r in rounds),
+            }
+            for name in runs
+        }
     finally:
         torch.set_num_threads(threads_before)
 

@@ -24,7 +24,9 @@ from course_utils.training import TrainConfig, split_tokens, train
 
 COURSE_CHECKPOINT = DATA_DIR / "small_gpt"
 SMALL_GPT_VOCAB_SIZE = 512
-COURSE_MODEL = GPTConfig(d_vocab=SMALL_GPT_VOCAB_SIZE, n_ctx=128, d_model=128, n_heads=4, n_layers=4, tie_embeddings=False)
+COURSE_MODEL = GPTConfig(
+    d_vocab=SMALL_GPT_VOCAB_SIZE, n_ctx=128, d_model=128, n_heads=4, n_layers=4, tie_embeddings=False
+)
 FILES = ("model.pt", "config.json", "tokenizer.json", "log.json")
 
 
@@ -38,7 +40,9 @@ def small_gpt_tokenizer() -> ByteBPETokenizer:
     tokens, too few to learn 2,048² next-token statistics, but plenty for 512 ids.
     """
     if SMALL_GPT_VOCAB_SIZE not in _TOKENIZER:
-        _TOKENIZER[SMALL_GPT_VOCAB_SIZE] = ByteBPETokenizer.train(load_corpus(), SMALL_GPT_VOCAB_SIZE, special_tokens=SPECIAL_TOKENS)
+        _TOKENIZER[SMALL_GPT_VOCAB_SIZE] = ByteBPETokenizer.train(
+            load_corpus(), SMALL_GPT_VOCAB_SIZE, special_tokens=SPECIAL_TOKENS
+        )
     return _TOKENIZER[SMALL_GPT_VOCAB_SIZE]
 
 
@@ -48,8 +52,13 @@ def corpus_tokens(tokenizer: ByteBPETokenizer | None = None) -> torch.Tensor:
     return torch.tensor(tokenizer.encode_ordinary(load_corpus()), dtype=torch.long)
 
 
-def train_course_model(train_cfg: TrainConfig | None = None, model_cfg: GPTConfig = COURSE_MODEL,
-                       device: torch.device | str = "cpu", on_eval=None, progress: bool = True) -> dict:
+def train_course_model(
+    train_cfg: TrainConfig | None = None,
+    model_cfg: GPTConfig = COURSE_MODEL,
+    device: torch.device | str = "cpu",
+    on_eval=None,
+    progress: bool = True,
+) -> dict:
     """Run the recipe; returns ``{"model", "tokenizer", "log", "train_ids", "val_ids", "train_config"}``."""
     train_cfg = TrainConfig() if train_cfg is None else train_cfg
     tokenizer = small_gpt_tokenizer()
@@ -58,8 +67,14 @@ def train_course_model(train_cfg: TrainConfig | None = None, model_cfg: GPTConfi
     model.reset_parameters(torch.Generator().manual_seed(train_cfg.seed))
     model = model.to(device)
     log = train(model, train_ids, val_ids, train_cfg, on_eval=on_eval, progress=progress)
-    return {"model": model, "tokenizer": tokenizer, "log": log, "train_ids": train_ids, "val_ids": val_ids,
-            "train_config": train_cfg}
+    return {
+        "model": model,
+        "tokenizer": tokenizer,
+        "log": log,
+        "train_ids": train_ids,
+        "val_ids": val_ids,
+        "train_config": train_cfg,
+    }
 
 
 def save_checkpoint(folder, model: GPT, tokenizer: ByteBPETokenizer, train_cfg: TrainConfig, log: dict) -> None:
@@ -96,8 +111,12 @@ def load_checkpoint(folder=COURSE_CHECKPOINT, device: torch.device | str = "cpu"
     model = GPT(cfg)
     check_state_dict(model, state)
     model.load_state_dict(state)
-    return {"model": model.to(device).eval(), "tokenizer": ByteBPETokenizer.load(folder / "tokenizer.json"),
-            "log": log, "train_config": train_cfg}
+    return {
+        "model": model.to(device).eval(),
+        "tokenizer": ByteBPETokenizer.load(folder / "tokenizer.json"),
+        "log": log,
+        "train_config": train_cfg,
+    }
 
 
 def main() -> None:  # pragma: no cover - the 3-minute training run

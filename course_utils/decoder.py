@@ -123,7 +123,9 @@ class Decoder(nn.Module):
     def forward(self, tokens: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d_vocab"]:
         index_tensor("tokens", tokens, self.cfg.d_vocab)
         if tokens.ndim != 2 or tokens.shape[1] > self.cfg.n_ctx:
-            raise ValueError(f"tokens must have shape (batch, pos) with pos <= n_ctx={self.cfg.n_ctx}, got {tuple(tokens.shape)}")
+            raise ValueError(
+                f"tokens must have shape (batch, pos) with pos <= n_ctx={self.cfg.n_ctx}, got {tuple(tokens.shape)}"
+            )
         x = self.W_E(tokens)  # (batch, pos, d_model)
         if self.W_pos is not None:
             x = x + self.W_pos(torch.arange(tokens.shape[1], device=tokens.device))

@@ -39,14 +39,18 @@ def embed(token_ids: Int[Tensor, "... pos"], W_E: Float[Tensor, "d_vocab d_model
     return W_E[token_ids.to(W_E.device)]  # (..., pos, d_model)
 
 
-def one_hot(token_ids: Int[Tensor, "... pos"], d_vocab: int, dtype: torch.dtype = torch.float32) -> Float[Tensor, "... pos d_vocab"]:
+def one_hot(
+    token_ids: Int[Tensor, "... pos"], d_vocab: int, dtype: torch.dtype = torch.float32
+) -> Float[Tensor, "... pos d_vocab"]:
     """One-hot rows: ``one_hot(tensor([1]), 3)`` -> ``tensor([[0., 1., 0.]])``."""
     positive_int("d_vocab", d_vocab)
     _check_ids(token_ids, d_vocab)
     return nn.functional.one_hot(token_ids, d_vocab).to(dtype)  # (..., pos, d_vocab)
 
 
-def embed_via_one_hot(token_ids: Int[Tensor, "... pos"], W_E: Float[Tensor, "d_vocab d_model"]) -> Float[Tensor, "... pos d_model"]:
+def embed_via_one_hot(
+    token_ids: Int[Tensor, "... pos"], W_E: Float[Tensor, "d_vocab d_model"]
+) -> Float[Tensor, "... pos d_model"]:
     """The lookup as a matrix product, one_hot(ids) @ W_E: equal to ``embed`` but far slower."""
     _check_table(W_E)
     return one_hot(token_ids.to(W_E.device), W_E.shape[0], W_E.dtype) @ W_E  # (..., pos, d_model)
@@ -82,7 +86,9 @@ class TokenEmbedding(nn.Module):
         return out * math.sqrt(self.d_model) if self.scale else out
 
 
-def tied_logits(x: Float[Tensor, "... pos d_model"], W_E: Float[Tensor, "d_vocab d_model"]) -> Float[Tensor, "... pos d_vocab"]:
+def tied_logits(
+    x: Float[Tensor, "... pos d_model"], W_E: Float[Tensor, "d_vocab d_model"]
+) -> Float[Tensor, "... pos d_vocab"]:
     """Logits with the unembedding tied to the embedding, ``W_U = W_Eᵀ``: ``x @ W_E.T``.
 
     ``tied_logits(W_E[[3]], W_E)[0, 3]`` is ``|W_E[3]|²``. Every row of ``W_E`` takes part in
@@ -90,8 +96,10 @@ def tied_logits(x: Float[Tensor, "... pos d_model"], W_E: Float[Tensor, "d_vocab
     """
     _check_table(W_E)
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.ndim < 1 or x.shape[-1] != W_E.shape[1]:
-        raise ValueError(f"x must be a floating-point tensor of shape (..., d_model={W_E.shape[1]}), got "
-                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+        raise ValueError(
+            f"x must be a floating-point tensor of shape (..., d_model={W_E.shape[1]}), got "
+            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+        )
     return x @ W_E.T  # (..., pos, d_vocab)
 
 
@@ -99,15 +107,20 @@ def changed_rows(before: Float[Tensor, "d_vocab d_model"], after: Float[Tensor, 
     """Indices of the rows that differ: ``changed_rows(zeros(3, 2), tensor([[0, 0], [1, 0], [0, 0]]))`` -> ``[1]``."""
     for name, t in (("before", before), ("after", after)):
         if not isinstance(t, torch.Tensor) or t.ndim != 2:
-            raise ValueError(f"{name} must be a 2-d tensor (rows, columns), got "
-                             f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
+            raise ValueError(
+                f"{name} must be a 2-d tensor (rows, columns), got "
+                f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}"
+            )
     if before.shape != after.shape:
-        raise ValueError(f"before and after must have the same shape, got {tuple(before.shape)} and {tuple(after.shape)}")
+        raise ValueError(
+            f"before and after must have the same shape, got {tuple(before.shape)} and {tuple(after.shape)}"
+        )
     return (before != after).any(dim=1).nonzero().flatten().tolist()
 
 
-def add_token_rows(W_E: Float[Tensor, "d_vocab d_model"], n_new: int, init_std: float = 0.02,
-                   generator: torch.Generator | None = None) -> Float[Tensor, "d_vocab_new d_model"]:
+def add_token_rows(
+    W_E: Float[Tensor, "d_vocab d_model"], n_new: int, init_std: float = 0.02, generator: torch.Generator | None = None
+) -> Float[Tensor, "d_vocab_new d_model"]:
     """W_E with ``n_new`` random rows appended for new tokens; the old rows (and ids) are unchanged.
 
     ``add_token_rows(torch.zeros(5, 4), 2).shape`` -> ``(7, 4)``; the new rows must then be learned.
@@ -118,5 +131,7 @@ def add_token_rows(W_E: Float[Tensor, "d_vocab d_model"], n_new: int, init_std: 
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     where = generator.device if generator is not None else W_E.device  # draw where the generator lives
-    new = torch.randn(n_new, W_E.shape[1], generator=generator, dtype=W_E.dtype, device=where) * init_std  # (n_new, d_model)
+    new = (
+        torch.randn(n_new, W_E.shape[1], generator=generator, dtype=W_E.dtype, device=where) * init_std
+    )  # (n_new, d_model)
     return torch.cat([W_E.detach(), new.to(W_E.device)])  # (d_vocab + n_new, d_model)

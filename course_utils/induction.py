@@ -55,15 +55,18 @@ class AttentionOnlyTransformer(nn.Module):
         self.cfg = cfg
         self.W_E = nn.Parameter(torch.randn(cfg.d_vocab, cfg.d_model, generator=generator))
         self.W_pos = nn.Parameter(0.1 * torch.randn(cfg.n_ctx, cfg.d_model, generator=generator))
-        self.layers = nn.ModuleList(MultiHeadAttention(cfg.d_model, cfg.n_heads, generator=generator)
-                                    for _ in range(cfg.n_layers))
-        bound = 1 / cfg.d_model ** 0.5
+        self.layers = nn.ModuleList(
+            MultiHeadAttention(cfg.d_model, cfg.n_heads, generator=generator) for _ in range(cfg.n_layers)
+        )
+        bound = 1 / cfg.d_model**0.5
         self.W_U = nn.Parameter(torch.empty(cfg.d_model, cfg.d_vocab).uniform_(-bound, bound, generator=generator))
 
     def _embed(self, tokens: Tensor) -> Tensor:
         if not isinstance(tokens, Tensor) or tokens.ndim != 2 or tokens.shape[1] > self.cfg.n_ctx:
-            raise ValueError(f"tokens must have shape (batch, pos <= n_ctx={self.cfg.n_ctx}), "
-                             f"got {tuple(getattr(tokens, 'shape', ())) or type(tokens).__name__}")
+            raise ValueError(
+                f"tokens must have shape (batch, pos <= n_ctx={self.cfg.n_ctx}), "
+                f"got {tuple(getattr(tokens, 'shape', ())) or type(tokens).__name__}"
+            )
         return self.W_E[tokens] + self.W_pos[: tokens.shape[1]]  # (batch, pos, d_model)
 
     def forward(self, tokens: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d_vocab"]:
@@ -85,7 +88,9 @@ class AttentionOnlyTransformer(nn.Module):
         return found
 
 
-def repeated_sequences(n_seqs: int, half_len: int, d_vocab: int, generator: torch.Generator | None = None) -> Int[Tensor, "batch pos"]:
+def repeated_sequences(
+    n_seqs: int, half_len: int, d_vocab: int, generator: torch.Generator | None = None
+) -> Int[Tensor, "batch pos"]:
     """``n_seqs`` rows of ``half_len`` random tokens followed by the same tokens: ``[5, 2, 7, 5, 2, 7]``."""
     positive_int("n_seqs", n_seqs)
     positive_int("half_len", half_len)
@@ -94,7 +99,9 @@ def repeated_sequences(n_seqs: int, half_len: int, d_vocab: int, generator: torc
     return torch.cat([first, first], dim=1)  # (batch, 2 * half_len)
 
 
-def periodic_sequences(n_seqs: int, cfg: InductionConfig, generator: torch.Generator | None = None) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, "batch"]]:
+def periodic_sequences(
+    n_seqs: int, cfg: InductionConfig, generator: torch.Generator | None = None
+) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, "batch"]]:
     """Training data: each row repeats its own random block of ``period`` tokens until n_ctx.
 
     ``[3, 9, 4, 3, 9, 4, 3, ...]`` for period 3. The period varies from row to row, so the copy
@@ -107,20 +114,32 @@ def periodic_sequences(n_seqs: int, cfg: InductionConfig, generator: torch.Gener
 def _periodic_sequences(n_seqs: int, cfg: InductionConfig, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
     periods = torch.randint(cfg.min_period, cfg.max_period + 1, (n_seqs,), generator=generator)
     blocks = torch.randint(0, cfg.d_vocab, (n_seqs, cfg.n_ctx), generator=generator)
-    index = torch.arange(cfg.n_ctx, device=periods.device)[None, :] % periods[:, None]  # (batch, pos): position within the block
+    index = (
+        torch.arange(cfg.n_ctx, device=periods.device)[None, :] % periods[:, None]
+    )  # (batch, pos): position within the block
     return blocks.gather(1, index), periods
 
 
-def repeat_loss(logits: Float[Tensor, "batch pos d_vocab"], tokens: Int[Tensor, "batch pos"], periods: Int[Tensor, "batch"]) -> Tensor:
+def repeat_loss(
+    logits: Float[Tensor, "batch pos d_vocab"], tokens: Int[Tensor, "batch pos"], periods: Int[Tensor, "batch"]
+) -> Tensor:
     """Mean cross-entropy over the next tokens that are repeats (target position >= the row's period)."""
     targets = tokens[:, 1:]  # (batch, pos - 1)
-    per_token = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), targets, reduction="none")  # (batch, pos - 1)
-    predictable = torch.arange(1, tokens.shape[1], device=tokens.device)[None, :] >= periods.to(tokens.device)[:, None]  # (batch, pos - 1)
+    per_token = nn.functional.cross_entropy(
+        logits[:, :-1].transpose(1, 2), targets, reduction="none"
+    )  # (batch, pos - 1)
+    predictable = (
+        torch.arange(1, tokens.shape[1], device=tokens.device)[None, :] >= periods.to(tokens.device)[:, None]
+    )  # (batch, pos - 1)
     return per_token[predictable].mean()
 
 
-def train_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 0, cpu_threads: int | None = 1,
-                          device: torch.device | str | None = None) -> tuple[AttentionOnlyTransformer, list[float]]:
+def train_induction_model(
+    cfg: InductionConfig = InductionConfig(),
+    seed: int = 0,
+    cpu_threads: int | None = 1,
+    device: torch.device | str | None = None,
+) -> tuple[AttentionOnlyTransformer, list[float]]:
     """Train from scratch with a fixed seed; returns the model (on ``device``) and every step's loss.
 
     Weights and data come from a local ``torch.Generator`` seeded with ``seed`` (torch's global
@@ -148,8 +167,9 @@ def _remembered(cfg: InductionConfig, seed: int, device: str) -> tuple[Attention
     return model, tuple(losses)
 
 
-def trained_induction_model(cfg: InductionConfig = InductionConfig(), seed: int = 0,
-                            device: torch.device | str | None = None) -> tuple[AttentionOnlyTransformer, list[float]]:
+def trained_induction_model(
+    cfg: InductionConfig = InductionConfig(), seed: int = 0, device: torch.device | str | None = None
+) -> tuple[AttentionOnlyTransformer, list[float]]:
     """``train_induction_model``, trained once per (cfg, seed, device) in this process and remembered.
 
     Each call returns a fresh copy, so changing the model (switching a head off) never changes what

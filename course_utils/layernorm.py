@@ -34,8 +34,12 @@ def _norm_stats(x: Tensor) -> tuple[Tensor, Tensor]:
     return mean, var
 
 
-def layer_norm(x: Float[Tensor, "... d_model"], w: Float[Tensor, "d_model"] | None = None,
-               b: Float[Tensor, "d_model"] | None = None, eps: float = 1e-5) -> Float[Tensor, "... d_model"]:
+def layer_norm(
+    x: Float[Tensor, "... d_model"],
+    w: Float[Tensor, "d_model"] | None = None,
+    b: Float[Tensor, "d_model"] | None = None,
+    eps: float = 1e-5,
+) -> Float[Tensor, "... d_model"]:
     """(x - μ) / sqrt(σ² + eps) · w + b, with μ, σ² taken over each vector's own d_model numbers.
 
     ``layer_norm(tensor([2., 4., 6., 8.]), eps=0)`` -> ``[-1.342, -0.447, 0.447, 1.342]``.
@@ -43,7 +47,9 @@ def layer_norm(x: Float[Tensor, "... d_model"], w: Float[Tensor, "d_model"] | No
     x, eps = _check_x(x), non_negative_number("eps", eps)
     for name, p in (("w", w), ("b", b)):
         if p is not None and (not isinstance(p, Tensor) or tuple(p.shape) != (x.shape[-1],)):
-            raise ValueError(f"{name} must be a tensor of shape ({x.shape[-1]},), got {getattr(p, 'shape', type(p).__name__)}")
+            raise ValueError(
+                f"{name} must be a tensor of shape ({x.shape[-1]},), got {getattr(p, 'shape', type(p).__name__)}"
+            )
     mean, var = _norm_stats(x)
     out = (x - mean) / torch.sqrt(var + eps)  # (..., d_model), mean 0 and variance 1 per vector
     if w is not None:
@@ -79,7 +85,9 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
         if not isinstance(x, Tensor) or x.shape[-1:] != (self.d_model,):
-            raise ValueError(f"x must have last dimension d_model={self.d_model}, got {getattr(x, 'shape', type(x).__name__)}")
+            raise ValueError(
+                f"x must have last dimension d_model={self.d_model}, got {getattr(x, 'shape', type(x).__name__)}"
+            )
         return nn.functional.layer_norm(x, (self.d_model,), self.w, self.b, self.eps)  # tested equal to layer_norm
 
     def extra_repr(self) -> str:

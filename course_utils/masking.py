@@ -44,7 +44,9 @@ def padding_mask(lengths: Sequence[int] | Tensor, n_ctx: int, *, device=None) ->
     n_ctx = positive_int("n_ctx", n_ctx)
     lengths = torch.as_tensor(lengths, device=device)
     if lengths.ndim != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool:
-        raise TypeError(f"lengths must be a 1-d sequence of ints, got dtype {lengths.dtype} and shape {tuple(lengths.shape)}")
+        raise TypeError(
+            f"lengths must be a 1-d sequence of ints, got dtype {lengths.dtype} and shape {tuple(lengths.shape)}"
+        )
     if (lengths < 1).any() or (lengths > n_ctx).any():
         raise ValueError(f"every length must be in 1..n_ctx={n_ctx}, got {lengths.tolist()}")
     positions = torch.arange(n_ctx, device=device)
@@ -74,7 +76,9 @@ def document_mask(doc_ids: Sequence[int] | Tensor, *, causal: bool = True, devic
     not later ones)."""
     doc_ids = torch.as_tensor(doc_ids, device=device)
     if doc_ids.ndim != 1 or doc_ids.is_floating_point() or doc_ids.dtype == torch.bool or doc_ids.numel() == 0:
-        raise TypeError(f"doc_ids must be a non-empty 1-d sequence of ints, got dtype {doc_ids.dtype} and shape {tuple(doc_ids.shape)}")
+        raise TypeError(
+            f"doc_ids must be a non-empty 1-d sequence of ints, got dtype {doc_ids.dtype} and shape {tuple(doc_ids.shape)}"
+        )
     same = doc_ids[:, None] == doc_ids[None, :]  # (q_pos, k_pos)
     return same & causal_mask(len(doc_ids), device=device) if causal else same
 
@@ -98,7 +102,9 @@ def validate_mask(mask: Tensor, scores_shape: Sequence[int]) -> Bool[Tensor, "..
     try:
         return torch.broadcast_to(mask, tuple(scores_shape))
     except RuntimeError as exc:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to scores of shape {tuple(scores_shape)}") from exc
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to scores of shape {tuple(scores_shape)}"
+        ) from exc
 
 
 def fully_masked_rows(mask: Bool[Tensor, "... q_pos k_pos"]) -> Bool[Tensor, "... q_pos"]:
@@ -123,7 +129,9 @@ def apply_mask(scores: Tensor, mask: Tensor) -> Tensor:
 def mask_table(mask: Bool[Tensor, "q_pos k_pos"], tokens: Sequence[str]) -> str:
     """The mask as a text table, ``✓`` allowed and ``0`` blocked, rows = queries, columns = keys."""
     if mask.ndim != 2 or tuple(mask.shape) != (len(tokens), len(tokens)):
-        raise ValueError(f"mask must have shape ({len(tokens)}, {len(tokens)}) for {len(tokens)} tokens, got {tuple(mask.shape)}")
+        raise ValueError(
+            f"mask must have shape ({len(tokens)}, {len(tokens)}) for {len(tokens)} tokens, got {tuple(mask.shape)}"
+        )
     width = max(len(t) for t in tokens) + 1
     lines = ["looks at →".ljust(width + 4) + "".join(t.rjust(width) for t in tokens)]
     for token, row in zip(tokens, mask.tolist()):

@@ -50,9 +50,14 @@ def _check_activation(activation) -> str:
     return activation
 
 
-def mlp_forward(x: Float[Tensor, "... d_model"], W_in: Float[Tensor, "d_model d_mlp"], b_in: Float[Tensor, "d_mlp"] | None,
-                W_out: Float[Tensor, "d_mlp d_model"], b_out: Float[Tensor, "d_model"] | None,
-                activation: str = "gelu_tanh") -> Float[Tensor, "... d_model"]:
+def mlp_forward(
+    x: Float[Tensor, "... d_model"],
+    W_in: Float[Tensor, "d_model d_mlp"],
+    b_in: Float[Tensor, "d_mlp"] | None,
+    W_out: Float[Tensor, "d_mlp d_model"],
+    b_out: Float[Tensor, "d_model"] | None,
+    activation: str = "gelu_tanh",
+) -> Float[Tensor, "... d_model"]:
     """act(x @ W_in + b_in) @ W_out + b_out, applied to every position on its own (no residual).
 
     Every tensor must be floating point with finite values (skipped on ``meta``) and the shapes shown.
@@ -63,7 +68,9 @@ def mlp_forward(x: Float[Tensor, "... d_model"], W_in: Float[Tensor, "d_model d_
     W_out = float_tensor("W_out", W_out, "(d_mlp, d_model)", min_dims=2, finite=False)
     act = ACTIVATIONS[_check_activation(activation)]
     if W_in.ndim != 2 or W_out.ndim != 2 or W_out.shape != W_in.shape[::-1]:
-        raise ValueError(f"W_in must be (d_model, d_mlp) and W_out (d_mlp, d_model), got {tuple(W_in.shape)} and {tuple(W_out.shape)}")
+        raise ValueError(
+            f"W_in must be (d_model, d_mlp) and W_out (d_mlp, d_model), got {tuple(W_in.shape)} and {tuple(W_out.shape)}"
+        )
     x = float_tensor("x", x, "(..., d_model)", finite=False)
     if x.shape[-1] != W_in.shape[0]:
         raise ValueError(f"x's last dimension must be d_model={W_in.shape[0]}, got shape {tuple(x.shape)}")
@@ -106,7 +113,9 @@ class MLP(nn.Module):
         return mlp_forward(x, self.W_in, self.b_in, self.W_out, self.b_out, self.activation)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, d_mlp={self.d_mlp}, activation={self.activation!r}, bias={self.b_in is not None}"
+        return (
+            f"d_model={self.d_model}, d_mlp={self.d_mlp}, activation={self.activation!r}, bias={self.b_in is not None}"
+        )
 
 
 def block_weight_split(d_model: int, d_mlp: int | None = None) -> dict[str, int]:

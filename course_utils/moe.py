@@ -21,8 +21,17 @@ import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
 from torch import Tensor, nn
 
-from course_utils.validate import (float_tensor, has_data, int_at_least, integer, non_negative_int, non_negative_number,
-                                   number, one_of, positive_int)
+from course_utils.validate import (
+    float_tensor,
+    has_data,
+    int_at_least,
+    integer,
+    non_negative_int,
+    non_negative_number,
+    number,
+    one_of,
+    positive_int,
+)
 
 Expert = Callable[[Tensor], Tensor]
 DISPATCH = ("grouped", "dense")
@@ -39,7 +48,9 @@ def check_experts_and_k(n_experts, k) -> tuple[int, int]:
     int_at_least("n_experts", n_experts, 1)
     int_at_least("k", k, 1)
     if k > n_experts:
-        raise ValueError(f"k must be at most n_experts={n_experts} (a token cannot pick more experts than exist), got k={k}")
+        raise ValueError(
+            f"k must be at most n_experts={n_experts} (a token cannot pick more experts than exist), got k={k}"
+        )
     return n_experts, k
 
 
@@ -68,8 +79,9 @@ def check_capacity_factor(capacity_factor) -> float | None:
 
 
 # -- the router ---------------------------------------------------------------------------------
-def top_k_gates(router_logits: Float[Tensor, "tokens n_experts"], k: int, selection_bias: Float[Tensor, "n_experts"] | None = None
-                ) -> tuple[Float[Tensor, "tokens k"], Int[Tensor, "tokens k"]]:
+def top_k_gates(
+    router_logits: Float[Tensor, "tokens n_experts"], k: int, selection_bias: Float[Tensor, "n_experts"] | None = None
+) -> tuple[Float[Tensor, "tokens k"], Int[Tensor, "tokens k"]]:
     """Softmax over all experts, keep the k most probable, renormalise the kept ones to sum to 1.
 
     ``top_k_gates(torch.tensor([[2., 1., 0.]]).log(), 2)`` -> gates ``[[2/3, 1/3]]``, indices ``[[0, 1]]``.
@@ -92,8 +104,9 @@ def _top_k_gates(probs: Tensor, k: int, selection_bias: Tensor | None) -> tuple[
     return top_probs / top_probs.sum(dim=-1, keepdim=True), indices
 
 
-def top_k_gates_mixtral(router_logits: Float[Tensor, "tokens n_experts"], k: int
-                        ) -> tuple[Float[Tensor, "tokens k"], Int[Tensor, "tokens k"]]:
+def top_k_gates_mixtral(
+    router_logits: Float[Tensor, "tokens n_experts"], k: int
+) -> tuple[Float[Tensor, "tokens k"], Int[Tensor, "tokens k"]]:
     """Mixtral's form: take the k largest logits, softmax over just those. Equal to ``top_k_gates``.
 
     ``top_k_gates_mixtral(torch.tensor([[2., 1., 0.]]).log(), 2)`` -> ``[[2/3, 1/3]]``, ``[[0, 1]]``.
@@ -134,8 +147,13 @@ def capacity_mask(indices: Int[Tensor, "tokens k"], n_experts: int, capacity: in
 
 
 # -- dispatch and combine -----------------------------------------------------------------------
-def dispatch_naive(x: Float[Tensor, "tokens d_model"], indices: Int[Tensor, "tokens k"], gates: Float[Tensor, "tokens k"],
-                   experts: Sequence[Expert], kept: Bool[Tensor, "tokens k"] | None = None) -> Float[Tensor, "tokens d_model"]:
+def dispatch_naive(
+    x: Float[Tensor, "tokens d_model"],
+    indices: Int[Tensor, "tokens k"],
+    gates: Float[Tensor, "tokens k"],
+    experts: Sequence[Expert],
+    kept: Bool[Tensor, "tokens k"] | None = None,
+) -> Float[Tensor, "tokens d_model"]:
     """The readable reference: for every token, the gate-weighted sum of its k experts' outputs.
 
     A Python loop over tokens (slow; for checking ``dispatch_grouped`` only). Dropped assignments
@@ -146,13 +164,18 @@ def dispatch_naive(x: Float[Tensor, "tokens d_model"], indices: Int[Tensor, "tok
         row = torch.zeros_like(x[t])
         for slot in range(indices.shape[1]):
             if kept is None or kept[t, slot]:
-                row = row + gates[t, slot] * experts[int(indices[t, slot])](x[t:t + 1])[0]
+                row = row + gates[t, slot] * experts[int(indices[t, slot])](x[t : t + 1])[0]
         rows.append(row)
     return torch.stack(rows) if rows else torch.zeros_like(x)
 
 
-def dispatch_grouped(x: Float[Tensor, "tokens d_model"], indices: Int[Tensor, "tokens k"], gates: Float[Tensor, "tokens k"],
-                     experts: Sequence[Expert], kept: Bool[Tensor, "tokens k"] | None = None) -> Float[Tensor, "tokens d_model"]:
+def dispatch_grouped(
+    x: Float[Tensor, "tokens d_model"],
+    indices: Int[Tensor, "tokens k"],
+    gates: Float[Tensor, "tokens k"],
+    experts: Sequence[Expert],
+    kept: Bool[Tensor, "tokens k"] | None = None,
+) -> Float[Tensor, "tokens d_model"]:
     """Same result as ``dispatch_naive``, grouped by expert: sort, gather, run each expert once, add back.
 
     The (token, slot) assignments are flattened and sorted by expert; expert e receives one
@@ -178,8 +201,12 @@ def dispatch_grouped(x: Float[Tensor, "tokens d_model"], indices: Int[Tensor, "t
 
 
 # -- the experts and the layer ------------------------------------------------------------------
-def swiglu(x: Float[Tensor, "... d_model"], W_gate: Float[Tensor, "d_model d_mlp"], W_in: Float[Tensor, "d_model d_mlp"],
-           W_out: Float[Tensor, "d_mlp d_model"]) -> Float[Tensor, "... d_model"]:
+def swiglu(
+    x: Float[Tensor, "... d_model"],
+    W_gate: Float[Tensor, "d_model d_mlp"],
+    W_in: Float[Tensor, "d_model d_mlp"],
+    W_out: Float[Tensor, "d_mlp d_model"],
+) -> Float[Tensor, "... d_model"]:
     """Mixtral's expert: (silu(x @ W_gate) * (x @ W_in)) @ W_out, no biases (Mixtral's w1, w3, w2).
 
     With ``W_gate = W_in = W_out = torch.eye(1)``: ``[[2.]]`` -> ``[[2 · silu(2)]] = [[3.5232]]``.
@@ -200,10 +227,15 @@ class SwiGLU(nn.Module):
         return swiglu(x, self.W_gate, self.W_in, self.W_out)
 
 
-def dispatch_dense(x: Float[Tensor, "tokens d_model"], indices: Int[Tensor, "tokens k"], gates: Float[Tensor, "tokens k"],
-                   W_gate: Float[Tensor, "n_experts d_model d_mlp"], W_in: Float[Tensor, "n_experts d_model d_mlp"],
-                   W_out: Float[Tensor, "n_experts d_mlp d_model"], kept: Bool[Tensor, "tokens k"] | None = None
-                   ) -> Float[Tensor, "tokens d_model"]:
+def dispatch_dense(
+    x: Float[Tensor, "tokens d_model"],
+    indices: Int[Tensor, "tokens k"],
+    gates: Float[Tensor, "tokens k"],
+    W_gate: Float[Tensor, "n_experts d_model d_mlp"],
+    W_in: Float[Tensor, "n_experts d_model d_mlp"],
+    W_out: Float[Tensor, "n_experts d_mlp d_model"],
+    kept: Bool[Tensor, "tokens k"] | None = None,
+) -> Float[Tensor, "tokens d_model"]:
     """Every expert on every token, then a (tokens, n_experts) combine matrix picks and weights them.
 
     E/k times the FLOPs of ``dispatch_grouped`` but a handful of batched matmuls: faster for tiny
@@ -255,8 +287,17 @@ class MoE(nn.Module):
     global random state (the same numbers as ``torch.manual_seed`` with that seed).
     """
 
-    def __init__(self, d_model: int, d_mlp: int, n_experts: int, k: int = 2, capacity_factor: float | None = None,
-                 init_std: float = 0.02, dispatch: str = "grouped", generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        d_model: int,
+        d_mlp: int,
+        n_experts: int,
+        k: int = 2,
+        capacity_factor: float | None = None,
+        init_std: float = 0.02,
+        dispatch: str = "grouped",
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         positive_int("d_model", d_model)
         positive_int("d_mlp", d_mlp)
@@ -286,8 +327,9 @@ class MoE(nn.Module):
     def route(self, x: Float[Tensor, "tokens d_model"]) -> Routing:
         """Router logits, probabilities, the chosen experts, their gates and which assignments fit."""
         if not isinstance(x, Tensor) or x.ndim != 2 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (tokens, d_model={self.d_model}), "
-                             f"got {getattr(x, 'shape', type(x).__name__)}")
+            raise ValueError(
+                f"x must have shape (tokens, d_model={self.d_model}), got {getattr(x, 'shape', type(x).__name__)}"
+            )
         return self._route(x)
 
     def _route(self, x: Tensor) -> Routing:
@@ -295,15 +337,24 @@ class MoE(nn.Module):
         logits = _check_no_nan(x @ self.W_router)  # (tokens, n_experts)
         probs = torch.softmax(logits, dim=-1)
         gates, indices = _top_k_gates(probs, self.k, self.selection_bias)
-        capacity = None if self.capacity_factor is None else _expert_capacity(x.shape[0], self.n_experts, self.k,
-                                                                              self.capacity_factor)
-        kept = torch.ones_like(indices, dtype=torch.bool) if capacity is None else capacity_mask(indices, self.n_experts, capacity)
+        capacity = (
+            None
+            if self.capacity_factor is None
+            else _expert_capacity(x.shape[0], self.n_experts, self.k, self.capacity_factor)
+        )
+        kept = (
+            torch.ones_like(indices, dtype=torch.bool)
+            if capacity is None
+            else capacity_mask(indices, self.n_experts, capacity)
+        )
         return Routing(logits, probs, indices, gates, kept, capacity)
 
     def forward_with_routing(self, x: Float[Tensor, "... d_model"]) -> tuple[Float[Tensor, "... d_model"], Routing]:
         if not isinstance(x, Tensor) or x.ndim not in (2, 3) or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (batch, pos, d_model={self.d_model}) or (tokens, d_model={self.d_model}), "
-                             f"got {getattr(x, 'shape', type(x).__name__)}")
+            raise ValueError(
+                f"x must have shape (batch, pos, d_model={self.d_model}) or (tokens, d_model={self.d_model}), "
+                f"got {getattr(x, 'shape', type(x).__name__)}"
+            )
         tokens = x.reshape(-1, self.d_model)  # (batch * pos, d_model)
         routing = self._route(tokens)
         kept = None if routing.capacity is None else routing.kept
@@ -329,8 +380,10 @@ def load_mixtral_block(block) -> MoE:
     (n_experts, d_model, d_mlp); the course layout is their transpose (x @ W).
     """
     if not hasattr(getattr(block, "experts", None), "gate_up_proj"):
-        raise TypeError("block must be a transformers MixtralSparseMoeBlock with stacked experts (transformers >= 5; "
-                        f"older versions keep one w1/w2/w3 module per expert), got {type(block).__name__}")
+        raise TypeError(
+            "block must be a transformers MixtralSparseMoeBlock with stacked experts (transformers >= 5; "
+            f"older versions keep one w1/w2/w3 module per expert), got {type(block).__name__}"
+        )
     router = block.gate.weight  # (n_experts, d_model)
     gate_up, down = block.experts.gate_up_proj, block.experts.down_proj
     n_experts, d_model = router.shape
@@ -342,4 +395,3 @@ def load_mixtral_block(block) -> MoE:
         moe.W_in.copy_(gate_up[:, d_mlp:].transpose(1, 2))
         moe.W_out.copy_(down.transpose(1, 2))  # (n_experts, d_mlp, d_model)
     return moe
-

@@ -21,8 +21,12 @@ from course_utils.moe import check_experts_and_k, check_router_logits
 from course_utils.validate import non_negative_number, number
 
 
-def load_balancing_loss(router_logits: Float[Tensor, "tokens n_experts"], k: int, alpha: float = 1.0,
-                        indices: Int[Tensor, "tokens k"] | None = None) -> Float[Tensor, ""]:
+def load_balancing_loss(
+    router_logits: Float[Tensor, "tokens n_experts"],
+    k: int,
+    alpha: float = 1.0,
+    indices: Int[Tensor, "tokens k"] | None = None,
+) -> Float[Tensor, ""]:
     """The Switch Transformer loss α · E · Σᵢ fᵢ · Pᵢ, generalised to top-k routing.
 
     fᵢ = (assignments to expert i) / (T · k), so Σ fᵢ = 1; Pᵢ = mean over tokens of softmax(logits)ᵢ
@@ -58,7 +62,9 @@ def router_z_loss(router_logits: Float[Tensor, "tokens n_experts"]) -> Float[Ten
     return torch.logsumexp(router_logits, dim=-1).pow(2).mean()
 
 
-def update_selection_bias(bias: Float[Tensor, "n_experts"], load: Int[Tensor, "n_experts"], rate: float) -> Float[Tensor, "n_experts"]:
+def update_selection_bias(
+    bias: Float[Tensor, "n_experts"], load: Int[Tensor, "n_experts"], rate: float
+) -> Float[Tensor, "n_experts"]:
     """DeepSeek-V3's auxiliary-loss-free step: raise the bias of under-loaded experts, lower the others'.
 
     bᵢ ← bᵢ + rate · sign(mean load − loadᵢ). ``update_selection_bias(torch.zeros(2), torch.tensor([3, 1]), 0.1)``

@@ -83,8 +83,11 @@ def specialisation(model: MoE, x: Tensor, ids: Tensor, n_tasks: int) -> Tensor:
     with torch.no_grad():
         routing = model.route(x)
     table = torch.zeros(n_tasks, model.n_experts, dtype=torch.float64)
-    table.index_put_((ids.repeat_interleave(model.k), routing.indices.reshape(-1)),
-                     torch.ones(routing.indices.numel(), dtype=torch.float64), accumulate=True)
+    table.index_put_(
+        (ids.repeat_interleave(model.k), routing.indices.reshape(-1)),
+        torch.ones(routing.indices.numel(), dtype=torch.float64),
+        accumulate=True,
+    )
     return table / table.sum(dim=1, keepdim=True)
 
 
@@ -124,8 +127,16 @@ def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> Traini
     task = make_task(cfg, torch.Generator().manual_seed(seed))
     data_gen = torch.Generator().manual_seed(seed + 1)
     weights_gen = torch.Generator().manual_seed(seed + 2)  # the model's initial weights; the global state is left alone
-    model = MoE(cfg.d_model, cfg.d_mlp, cfg.n_experts, cfg.k, cfg.capacity_factor, init_std=0.1, dispatch="dense",
-                generator=weights_gen)
+    model = MoE(
+        cfg.d_model,
+        cfg.d_mlp,
+        cfg.n_experts,
+        cfg.k,
+        cfg.capacity_factor,
+        init_std=0.1,
+        dispatch="dense",
+        generator=weights_gen,
+    )
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     shares, task_losses = [], []
     for _ in range(cfg.steps):
@@ -148,8 +159,15 @@ def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> Traini
     x, y, ids = sample_batch(task, 4096, torch.Generator().manual_seed(seed + 3))
     with torch.no_grad():
         eval_loss = float((model(x) - y).pow(2).mean())
-    return TrainingRun(cfg, balancing, model, torch.stack(shares).float(), task_losses, eval_loss,
-                       specialisation(model, x, ids, cfg.n_tasks))
+    return TrainingRun(
+        cfg,
+        balancing,
+        model,
+        torch.stack(shares).float(),
+        task_losses,
+        eval_loss,
+        specialisation(model, x, ids, cfg.n_tasks),
+    )
 
 
 def run_experiment(cfg: ExperimentConfig, seed: int = 0, progress=None) -> dict[str, TrainingRun]:
@@ -157,8 +175,14 @@ def run_experiment(cfg: ExperimentConfig, seed: int = 0, progress=None) -> dict[
     return {balancing: train_moe(cfg, balancing, seed, progress) for balancing in BALANCING}
 
 
-def train_grid(cfg: ExperimentConfig, n_experts: tuple[int, ...], ks: tuple[int, ...], alphas: tuple[float, ...],
-               seed: int = 0, progress=None) -> dict[tuple[int, int, float], TrainingRun]:
+def train_grid(
+    cfg: ExperimentConfig,
+    n_experts: tuple[int, ...],
+    ks: tuple[int, ...],
+    alphas: tuple[float, ...],
+    seed: int = 0,
+    progress=None,
+) -> dict[tuple[int, int, float], TrainingRun]:
     """One short run per (E, k, α) with the auxiliary loss (α = 0: no balancing), for the widget."""
     grid = {}
     for E in n_experts:
@@ -189,9 +213,15 @@ def capacity_report(model: MoE, x: Tensor, capacity_factor: float | None) -> dic
     finally:
         model.capacity_factor = old
     load, dropped = routing.load(), routing.dropped()
-    return {"capacity": routing.capacity, "load": load, "dropped": dropped, "kept": load - dropped,
-            "assignments": int(load.sum()), "total_dropped": int(dropped.sum()),
-            "tokens_fully_dropped": int((~routing.kept).all(dim=-1).sum())}
+    return {
+        "capacity": routing.capacity,
+        "load": load,
+        "dropped": dropped,
+        "kept": load - dropped,
+        "assignments": int(load.sum()),
+        "total_dropped": int(dropped.sum()),
+        "tokens_fully_dropped": int((~routing.kept).all(dim=-1).sum()),
+    }
 
 
 def expert_owners(table: Tensor, threshold: float = 0.25) -> list[list[int]]:

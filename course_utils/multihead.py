@@ -36,7 +36,9 @@ def split_heads(x: Float[Tensor, "batch pos d_model"], n_heads: int) -> Float[Te
     ``split_heads(torch.arange(4.).reshape(1, 1, 4), 2)`` -> ``[[[[0., 1.]], [[2., 3.]]]]`` (shape 1, 2, 1, 2).
     """
     if not isinstance(x, Tensor) or x.ndim != 3:
-        raise ValueError(f"x must be a tensor of shape (batch, pos, d_model), got {getattr(x, 'shape', type(x).__name__)}")
+        raise ValueError(
+            f"x must be a tensor of shape (batch, pos, d_model), got {getattr(x, 'shape', type(x).__name__)}"
+        )
     batch, pos, d_model = x.shape
     n_heads = _check_n_heads(d_model, n_heads)
     x = x.reshape(batch, pos, n_heads, d_model // n_heads)  # (batch, pos, head, d_head)
@@ -46,7 +48,9 @@ def split_heads(x: Float[Tensor, "batch pos d_model"], n_heads: int) -> Float[Te
 def merge_heads(z: Float[Tensor, "batch head pos d_head"]) -> Float[Tensor, "batch pos d_model"]:
     """Undo ``split_heads``: put the heads' outputs side by side. ``merge_heads(split_heads(x, h))`` -> ``x``."""
     if not isinstance(z, Tensor) or z.ndim != 4:
-        raise ValueError(f"z must be a tensor of shape (batch, head, pos, d_head), got {getattr(z, 'shape', type(z).__name__)}")
+        raise ValueError(
+            f"z must be a tensor of shape (batch, head, pos, d_head), got {getattr(z, 'shape', type(z).__name__)}"
+        )
     batch, n_heads, pos, d_head = z.shape
     z = z.transpose(1, 2)  # (batch, pos, head, d_head)
     return z.reshape(batch, pos, n_heads * d_head)  # (batch, pos, d_model)
@@ -71,8 +75,14 @@ class MultiHeadAttention(nn.Module):
     given, is used instead of torch's global random state.
     """
 
-    def __init__(self, d_model: int, n_heads: int, bias: bool = True, init_std: float | None = None,
-                 generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        bias: bool = True,
+        init_std: float | None = None,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         self.d_model, self.n_heads = d_model, _check_n_heads(d_model, n_heads)
         self.d_head = d_head = d_model // n_heads
@@ -80,7 +90,12 @@ class MultiHeadAttention(nn.Module):
         self.W_K = nn.Parameter(torch.empty(n_heads, d_model, d_head))
         self.W_V = nn.Parameter(torch.empty(n_heads, d_model, d_head))
         self.W_O = nn.Parameter(torch.empty(n_heads, d_head, d_model))
-        for name, shape in (("b_Q", (n_heads, d_head)), ("b_K", (n_heads, d_head)), ("b_V", (n_heads, d_head)), ("b_O", (d_model,))):
+        for name, shape in (
+            ("b_Q", (n_heads, d_head)),
+            ("b_K", (n_heads, d_head)),
+            ("b_V", (n_heads, d_head)),
+            ("b_O", (d_model,)),
+        ):
             self.register_parameter(name, nn.Parameter(torch.empty(shape)) if bias else None)
         self.reset_parameters(init_std, generator)
 
@@ -106,32 +121,39 @@ class MultiHeadAttention(nn.Module):
     def qkv(self, x: Float[Tensor, "batch pos d_model"]) -> tuple[Tensor, Tensor, Tensor]:
         """Queries, keys and values of every head, each (batch, head, pos, d_head)."""
         if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (batch, pos, d_model={self.d_model}), got {getattr(x, 'shape', type(x).__name__)}")
+            raise ValueError(
+                f"x must have shape (batch, pos, d_model={self.d_model}), got {getattr(x, 'shape', type(x).__name__)}"
+            )
         out = []
         for W, b in ((self.W_Q, self.b_Q), (self.W_K, self.b_K), (self.W_V, self.b_V)):
             y = torch.einsum("bpm,hmd->bhpd", x, W)  # (batch, head, pos, d_head)
             out.append(y if b is None else y + b[:, None, :])
         return tuple(out)
 
-    def head_outputs(self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None,
-                     impl: str = "reference") -> Float[Tensor, "batch head pos d_head"]:
+    def head_outputs(
+        self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None, impl: str = "reference"
+    ) -> Float[Tensor, "batch head pos d_head"]:
         """Each head's attention output z, before ``W_O``."""
         q, k, v = self.qkv(x)
         return scaled_dot_product_attention(q, k, v, _head_mask(mask), impl=impl)
 
-    def pattern(self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None) -> Float[Tensor, "batch head q_pos k_pos"]:
+    def pattern(
+        self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None
+    ) -> Float[Tensor, "batch head q_pos k_pos"]:
         """The attention weights of every head."""
         q, k, _ = self.qkv(x)
         return attention_pattern(q, k, _head_mask(mask))
 
-    def per_head_contributions(self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None,
-                               impl: str = "reference") -> Float[Tensor, "batch head pos d_model"]:
+    def per_head_contributions(
+        self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None, impl: str = "reference"
+    ) -> Float[Tensor, "batch head pos d_model"]:
         """What each head writes: its z times its own ``W_O[h]``. Summed over heads, plus ``b_O``, this is ``forward``."""
         z = self.head_outputs(x, mask, impl)  # (batch, head, pos, d_head)
         return torch.einsum("bhpd,hdm->bhpm", z, self.W_O)  # (batch, head, pos, d_model)
 
-    def forward(self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None,
-                impl: str = "reference") -> Float[Tensor, "batch pos d_model"]:
+    def forward(
+        self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None, impl: str = "reference"
+    ) -> Float[Tensor, "batch pos d_model"]:
         z = self.head_outputs(x, mask, impl)  # (batch, head, pos, d_head)
         out = torch.einsum("bhpd,hdm->bpm", z, self.W_O)  # (batch, pos, d_model): the heads' writes, summed
         return out if self.b_O is None else out + self.b_O
@@ -158,7 +180,9 @@ def to_torch_mha(module: MultiHeadAttention) -> nn.MultiheadAttention:
         torch_mha.in_proj_weight.copy_(torch.cat([rows(module.W_Q), rows(module.W_K), rows(module.W_V)]))
         torch_mha.out_proj.weight.copy_(module.W_O.reshape(d_model, d_model).T)  # (d_model, head * d_head)
         if has_bias:
-            torch_mha.in_proj_bias.copy_(torch.cat([module.b_Q.reshape(-1), module.b_K.reshape(-1), module.b_V.reshape(-1)]))
+            torch_mha.in_proj_bias.copy_(
+                torch.cat([module.b_Q.reshape(-1), module.b_K.reshape(-1), module.b_V.reshape(-1)])
+            )
             torch_mha.out_proj.bias.copy_(module.b_O)
     return torch_mha
 
@@ -176,6 +200,9 @@ def attention_cost(d_model: int, n_heads: int, n_ctx: int, bias: bool = True) ->
     projections = 4 * 2 * n_ctx * d_model * d_model  # W_Q, W_K, W_V, W_O
     scores = n_heads * 2 * n_ctx * n_ctx * d_head  # q kᵀ in every head
     mixing = n_heads * 2 * n_ctx * n_ctx * d_head  # pattern @ v in every head
-    return {"params": 4 * d_model * d_model + (4 * d_model if bias else 0),
-            "projection_flops": projections, "attention_flops": scores + mixing,
-            "flops": projections + scores + mixing}
+    return {
+        "params": 4 * d_model * d_model + (4 * d_model if bias else 0),
+        "projection_flops": projections,
+        "attention_flops": scores + mixing,
+        "flops": projections + scores + mixing,
+    }

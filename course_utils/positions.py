@@ -29,8 +29,9 @@ BASE = 10_000.0
 PAIRS = "features are rotated in pairs"  # why a width must be even
 
 
-def sinusoid_frequencies(d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64,
-                         device: torch.device | str | None = None) -> Float[Tensor, "half"]:
+def sinusoid_frequencies(
+    d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+) -> Float[Tensor, "half"]:
     """Angular speed of each feature pair, 1 / base^(2i / d_model): ``sinusoid_frequencies(4)`` -> ``[1.0, 0.01]``.
 
     Built on ``device`` (default: the CPU).
@@ -40,15 +41,21 @@ def sinusoid_frequencies(d_model: int, base: float = BASE, dtype: torch.dtype = 
     return base ** (-two_i / d_model)
 
 
-def sinusoidal_encoding(n_ctx: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32) -> Float[Tensor, "n_ctx d_model"]:
+def sinusoidal_encoding(
+    n_ctx: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32
+) -> Float[Tensor, "n_ctx d_model"]:
     """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(same): ``sinusoidal_encoding(2, 4)[1]`` -> ``[0.841, 0.540, 0.010, 1.000]``."""
     positive_int("n_ctx", n_ctx)
-    angles = torch.arange(n_ctx, dtype=torch.float64)[:, None] * sinusoid_frequencies(d_model, base)  # (n_ctx, d_model // 2)
+    angles = torch.arange(n_ctx, dtype=torch.float64)[:, None] * sinusoid_frequencies(
+        d_model, base
+    )  # (n_ctx, d_model // 2)
     pe = torch.stack([angles.sin(), angles.cos()], dim=-1)  # (n_ctx, d_model // 2, 2)
     return pe.reshape(n_ctx, d_model).to(dtype)  # (n_ctx, d_model): sin, cos, sin, cos, ...
 
 
-def shift_rotation(k: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64) -> Float[Tensor, "d_model d_model"]:
+def shift_rotation(
+    k: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float64
+) -> Float[Tensor, "d_model d_model"]:
     """R_k with PE(pos + k) = R_k @ PE(pos) for every pos; built from k alone, never from pos.
 
     Each (sin a, cos a) pair moves to (sin(a+b), cos(a+b)) by the addition formulas, with b = k ×
@@ -74,15 +81,19 @@ class LearnedPositionEmbedding(nn.Module):
     def forward(self, seq_len: int) -> Float[Tensor, "pos d_model"]:
         positive_int("seq_len", seq_len)
         if seq_len > self.n_ctx:
-            raise ValueError(f"seq_len={seq_len} is longer than n_ctx={self.n_ctx}: a learned table has no rows beyond it")
+            raise ValueError(
+                f"seq_len={seq_len} is longer than n_ctx={self.n_ctx}: a learned table has no rows beyond it"
+            )
         return self.W_pos[:seq_len]  # (pos, d_model)
 
 
 def closest_positions(table: Float[Tensor, "n_ctx d"]) -> tuple[float, int, int]:
     """(distance, i, j) of the two closest distinct rows: ``closest_positions(tensor([[0.], [1.], [0.1]]))`` -> ``(0.1, 0, 2)``."""
     if not isinstance(table, torch.Tensor) or not table.is_floating_point() or table.ndim != 2 or table.shape[0] < 2:
-        raise ValueError(f"table must be a floating-point tensor of shape (n_ctx >= 2, d), got "
-                         f"{tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__}")
+        raise ValueError(
+            f"table must be a floating-point tensor of shape (n_ctx >= 2, d), got "
+            f"{tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__}"
+        )
     t = table.double()
     distances = torch.cdist(t, t)  # (n_ctx, n_ctx)
     distances.fill_diagonal_(float("inf"))
@@ -104,7 +115,9 @@ LAYOUTS = ("interleaved", "halves")
 
 
 def rope_rotate(
-    x: Float[Tensor, "... pos d_head"], positions: Int[Tensor, "pos"] | None = None, base: float = BASE,
+    x: Float[Tensor, "... pos d_head"],
+    positions: Int[Tensor, "pos"] | None = None,
+    base: float = BASE,
     layout: str = "interleaved",
 ) -> Float[Tensor, "... pos d_head"]:
     """Rotate each feature pair (2i, 2i+1) of row ``pos`` by angle pos × base^(-2i/d_head).
@@ -120,16 +133,20 @@ def rope_rotate(
     if positions is None:
         positions = torch.arange(n_pos, device=x.device)
     if not isinstance(positions, torch.Tensor) or positions.shape != (n_pos,):
-        raise ValueError(f"positions must be a tensor of shape ({n_pos},), got "
-                         f"{tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__}")
+        raise ValueError(
+            f"positions must be a tensor of shape ({n_pos},), got "
+            f"{tuple(positions.shape) if isinstance(positions, torch.Tensor) else type(positions).__name__}"
+        )
     wide = torch.float32 if x.device.type == "mps" else torch.float64  # Apple's GPU has no float64
     freqs = sinusoid_frequencies(d_head, base, dtype=wide, device=x.device)  # (d_head // 2,), made where x lives
     angles = positions.to(device=x.device, dtype=wide)[:, None] * freqs  # (pos, d_head // 2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     if layout == "halves":
-        first, second = x[..., : d_head // 2], x[..., d_head // 2:]  # each (..., pos, d_head // 2)
+        first, second = x[..., : d_head // 2], x[..., d_head // 2 :]  # each (..., pos, d_head // 2)
         return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)  # (..., pos, d_head)
     pairs = x.reshape(*x.shape[:-1], d_head // 2, 2)  # (..., pos, d_head // 2, 2)
     first, second = pairs[..., 0], pairs[..., 1]
-    rotated = torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1)  # (..., pos, d_head // 2, 2)
+    rotated = torch.stack(
+        [first * cos - second * sin, first * sin + second * cos], dim=-1
+    )  # (..., pos, d_head // 2, 2)
     return rotated.reshape(x.shape)  # (..., pos, d_head)

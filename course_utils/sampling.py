@@ -24,8 +24,16 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from course_utils.softmax import row_entropy, softmax
-from course_utils.validate import (float_tensor, has_data, int_in, int_tensor, non_negative_int, number, number_in,
-                                   positive_int)
+from course_utils.validate import (
+    float_tensor,
+    has_data,
+    int_in,
+    int_tensor,
+    non_negative_int,
+    number,
+    number_in,
+    positive_int,
+)
 
 
 def _check_rows(x, name: str, *, probs: bool = False) -> Tensor:
@@ -80,6 +88,7 @@ def _check_top_p(top_p) -> float:
 
 # The arithmetic of each step, on inputs already checked. Public functions validate once, where a
 # value enters, then call these, so one redraw checks its logits once (each check is a host sync on a GPU).
+
 
 def _scaled(logits: Tensor, temperature: float) -> Tensor:
     return (logits - logits.amax(dim=-1, keepdim=True)) / temperature
@@ -197,7 +206,9 @@ def sample_next_token(
     return draws.reshape(probs.shape[:-1])
 
 
-def sample_counts(probs: Float[Tensor, "d_vocab"], n_samples: int, generator: torch.Generator | None = None) -> Int[Tensor, "d_vocab"]:
+def sample_counts(
+    probs: Float[Tensor, "d_vocab"], n_samples: int, generator: torch.Generator | None = None
+) -> Int[Tensor, "d_vocab"]:
     """How often each token comes up in ``n_samples`` draws: ``sample_counts(tensor([0., 1.]), 5)`` -> ``[0, 5]``."""
     _check_probs(probs)
     if probs.ndim != 1:
@@ -207,8 +218,9 @@ def sample_counts(probs: Float[Tensor, "d_vocab"], n_samples: int, generator: to
     return torch.bincount(draws, minlength=probs.shape[-1])
 
 
-def sample_shares(counts: Int[Tensor, "... d_vocab"],
-                  dtype: torch.dtype = torch.float64) -> Float[Tensor, "... d_vocab"]:
+def sample_shares(
+    counts: Int[Tensor, "... d_vocab"], dtype: torch.dtype = torch.float64
+) -> Float[Tensor, "... d_vocab"]:
     """Each token's share of the draws, counts over their total: ``sample_shares(tensor([1, 3]))`` -> ``[0.25, 0.75]``.
 
     Set beside the probabilities, it shows how close n samples come to the distribution they were drawn from.
@@ -237,9 +249,15 @@ def cross_entropy(logits: Float[Tensor, "n d_vocab"], targets: Int[Tensor, "n"])
     _check_logits(logits)
     if logits.ndim != 2:
         raise ValueError(f"logits must have shape (n, d_vocab), got {tuple(logits.shape)}")
-    if not isinstance(targets, Tensor) or targets.dtype not in (torch.int32, torch.int64) or targets.shape != logits.shape[:1]:
-        raise ValueError(f"targets must be an int tensor of shape ({logits.shape[0]},), got "
-                         f"{getattr(targets, 'dtype', type(targets).__name__)} {tuple(getattr(targets, 'shape', ()))}")
+    if (
+        not isinstance(targets, Tensor)
+        or targets.dtype not in (torch.int32, torch.int64)
+        or targets.shape != logits.shape[:1]
+    ):
+        raise ValueError(
+            f"targets must be an int tensor of shape ({logits.shape[0]},), got "
+            f"{getattr(targets, 'dtype', type(targets).__name__)} {tuple(getattr(targets, 'shape', ()))}"
+        )
     if bool(((targets < 0) | (targets >= logits.shape[-1])).any()):
         raise ValueError(f"targets must be token ids in 0..{logits.shape[-1] - 1}, got {targets.tolist()}")
     top = logits.amax(dim=-1, keepdim=True)  # (n, 1)
@@ -248,9 +266,16 @@ def cross_entropy(logits: Float[Tensor, "n d_vocab"], targets: Int[Tensor, "n"])
     return (log_total - right).mean()
 
 
-def generate(next_token_logits: Callable[[Tensor], Tensor], prompt: Sequence[int] | Tensor, max_new_tokens: int,
-             temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-             eos_id: int | None = None, generator: torch.Generator | None = None) -> list[int]:
+def generate(
+    next_token_logits: Callable[[Tensor], Tensor],
+    prompt: Sequence[int] | Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    eos_id: int | None = None,
+    generator: torch.Generator | None = None,
+) -> list[int]:
     """Pick a token, append it, repeat: ``max_new_tokens`` times or until ``eos_id`` comes out.
 
     ``next_token_logits(ids)`` gets the whole sequence so far (a 1-d long tensor) and returns the
@@ -264,7 +289,9 @@ def generate(next_token_logits: Callable[[Tensor], Tensor], prompt: Sequence[int
     for _ in range(max_new_tokens):
         logits = next_token_logits(torch.tensor(ids))
         if not isinstance(logits, Tensor) or logits.ndim not in (1, 2):
-            raise ValueError(f"next_token_logits must return (d_vocab,) or (pos, d_vocab) logits, got {getattr(logits, 'shape', type(logits).__name__)}")
+            raise ValueError(
+                f"next_token_logits must return (d_vocab,) or (pos, d_vocab) logits, got {getattr(logits, 'shape', type(logits).__name__)}"
+            )
         token = int(sample_next_token(logits[-1] if logits.ndim == 2 else logits, temperature, top_k, top_p, generator))
         ids.append(token)
         if eos_id is not None and token == eos_id:

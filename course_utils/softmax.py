@@ -44,14 +44,18 @@ def masked_softmax(
     zeros (documented and tested), never NaN. ``mask`` broadcasts against ``scores``.
     """
     if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
-        raise TypeError(f"scores must be a floating-point torch.Tensor, got {getattr(scores, 'dtype', type(scores).__name__)}")
+        raise TypeError(
+            f"scores must be a floating-point torch.Tensor, got {getattr(scores, 'dtype', type(scores).__name__)}"
+        )
     if mask is None:
         return softmax(scores, dim=dim)
     mask = validate_mask(mask, scores.shape).to(scores.device)  # bool, broadcast to the scores' shape
     return masked_softmax_(scores.masked_fill(~mask, float("-inf")), None, dim=dim)
 
 
-def masked_softmax_(scores: Float[Tensor, "... k_pos"], mask: Tensor | None, dim: int = -1) -> Float[Tensor, "... k_pos"]:
+def masked_softmax_(
+    scores: Float[Tensor, "... k_pos"], mask: Tensor | None, dim: int = -1
+) -> Float[Tensor, "... k_pos"]:
     """``masked_softmax`` computed in place in ``scores`` (a buffer the caller owns), inputs unchecked.
 
     One pass per step and no temporary as large as ``scores``: fill the masked entries with -inf,

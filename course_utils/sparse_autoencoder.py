@@ -43,14 +43,24 @@ class SparseAutoencoder(nn.Module):
         return acts, acts @ self.directions() + self.b_dec  # (batch, d_sae), (batch, d_in)
 
 
-def train_sparse_autoencoder(sae: SparseAutoencoder, sample, steps: int = 2000, batch_size: int = 1024,
-                             lr: float = 3e-3, l1: float = 0.05, seed: int = 0, progress: bool = False) -> Tensor:
+def train_sparse_autoencoder(
+    sae: SparseAutoencoder,
+    sample,
+    steps: int = 2000,
+    batch_size: int = 1024,
+    lr: float = 3e-3,
+    l1: float = 0.05,
+    seed: int = 0,
+    progress: bool = False,
+) -> Tensor:
     """Fit ``sae`` to batches from ``sample(batch_size, generator)`` -> (batch, d_in); returns the loss history.
 
     Loss per batch: mean over the batch of ‖h − h'‖² + l1 · ‖acts‖₁.
     """
     if not callable(sample):
-        raise TypeError(f"sample must be a callable (batch_size, generator) -> activations, got {type(sample).__name__}")
+        raise TypeError(
+            f"sample must be a callable (batch_size, generator) -> activations, got {type(sample).__name__}"
+        )
     positive_int("steps", steps)
     positive_int("batch_size", batch_size)
     positive_number("lr", lr)
@@ -71,8 +81,9 @@ def train_sparse_autoencoder(sae: SparseAutoencoder, sample, steps: int = 2000, 
     return history
 
 
-def recovered_features(true_directions: Float[Tensor, "n d"], dictionary: Float[Tensor, "k d"],
-                       threshold: float = 0.9) -> tuple[Tensor, Tensor]:
+def recovered_features(
+    true_directions: Float[Tensor, "n d"], dictionary: Float[Tensor, "k d"], threshold: float = 0.9
+) -> tuple[Tensor, Tensor]:
     """For each true direction, its best cosine with any dictionary row, and whether that beats ``threshold``.
 
     ``recovered_features(torch.eye(2), torch.tensor([[1., 0.1]]))`` -> ``([0.995, 0.0995], [True, False])``.
@@ -82,7 +93,9 @@ def recovered_features(true_directions: Float[Tensor, "n d"], dictionary: Float[
         if t.ndim != 2:
             raise ValueError(f"{name} must be a 2-d tensor (rows are directions), got {tuple(t.shape)}")
     if true_directions.shape[1] != dictionary.shape[1]:
-        raise ValueError(f"true_directions and dictionary must have the same width, got {true_directions.shape[1]} and {dictionary.shape[1]}")
+        raise ValueError(
+            f"true_directions and dictionary must have the same width, got {true_directions.shape[1]} and {dictionary.shape[1]}"
+        )
     a = true_directions / true_directions.norm(dim=1, keepdim=True).clamp_min(1e-12)
     b = dictionary / dictionary.norm(dim=1, keepdim=True).clamp_min(1e-12)
     best = (a @ b.T).max(dim=1).values  # (n,)

@@ -39,8 +39,8 @@ def tolerance(dtype: torch.dtype, device: str | torch.device = "cpu") -> tuple[f
 TEACHING_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-7, 1e-9),  # exercises about float64 itself (rare)
     "float32": (1e-5, 1e-5),  # the default: float32 rounding, another order of operations, einsum vs matmul
-    "loose": (1e-3, 1e-4),    # long float32 chains (a training step, a full forward pass)
-    "exact": (0.0, 0.0),      # integers, token ids, merges: no rounding at all
+    "loose": (1e-3, 1e-4),  # long float32 chains (a training step, a full forward pass)
+    "exact": (0.0, 0.0),  # integers, token ids, merges: no rounding at all
 }
 
 

@@ -37,8 +37,9 @@ def _batched(name: str, t, layout: str, ndim: int) -> Tensor:
     return t
 
 
-def toy_model_forward(x: Float[Tensor, "batch inst feat"], W: Float[Tensor, "inst hidden feat"],
-                      b_final: Float[Tensor, "inst feat"]) -> Float[Tensor, "batch inst feat"]:
+def toy_model_forward(
+    x: Float[Tensor, "batch inst feat"], W: Float[Tensor, "inst hidden feat"], b_final: Float[Tensor, "inst feat"]
+) -> Float[Tensor, "batch inst feat"]:
     """ReLU(Wᵀ W x + b) for every instance. With W = [[1, 0]] (one instance, 1 hidden, 2 features) and
     b = 0: ``x = [[[0.5, 0.7]]]`` -> ``[[[0.5, 0.0]]]`` (feature 1 has no direction, so it is lost).
 
@@ -48,16 +49,21 @@ def toy_model_forward(x: Float[Tensor, "batch inst feat"], W: Float[Tensor, "ins
     b_final = _batched("b_final", b_final, "(inst, feat)", 2)
     inst, _, feat = W.shape
     if x.shape[1:] != (inst, feat):
-        raise ValueError(f"x must have shape (batch, inst={inst}, feat={feat}) to match W {tuple(W.shape)}, got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"x must have shape (batch, inst={inst}, feat={feat}) to match W {tuple(W.shape)}, got shape {tuple(x.shape)}"
+        )
     if b_final.shape != (inst, feat):
-        raise ValueError(f"b_final must have shape (inst={inst}, feat={feat}) to match W {tuple(W.shape)}, got shape {tuple(b_final.shape)}")
+        raise ValueError(
+            f"b_final must have shape (inst={inst}, feat={feat}) to match W {tuple(W.shape)}, got shape {tuple(b_final.shape)}"
+        )
     for name, t in (("x", x), ("W", W), ("b_final", b_final)):
         float_tensor(name, t)  # shapes first, then values
     return _forward(x, W, b_final)
 
 
-def importance_weighted_loss(x: Float[Tensor, "batch inst feat"], x_hat: Float[Tensor, "batch inst feat"],
-                             importance: Float[Tensor, "inst feat"]) -> Float[Tensor, "inst"]:
+def importance_weighted_loss(
+    x: Float[Tensor, "batch inst feat"], x_hat: Float[Tensor, "batch inst feat"], importance: Float[Tensor, "inst feat"]
+) -> Float[Tensor, "inst"]:
     """Per instance: the mean over the batch of Σ_features importance · (x − x')².
 
     ``importance_weighted_loss(ones(1,1,2), zeros(1,1,2), tensor([[1., .5]]))`` -> ``[1.5]``.
@@ -67,9 +73,13 @@ def importance_weighted_loss(x: Float[Tensor, "batch inst feat"], x_hat: Float[T
     x_hat = float_tensor("x_hat", x_hat, "(batch, inst, feat)", finite=False)
     importance = float_tensor("importance", importance, "(inst, feat)", finite=False)
     if x_hat.shape != x.shape:
-        raise ValueError(f"x_hat must have the shape of x {tuple(x.shape)} (batch, inst, feat), got shape {tuple(x_hat.shape)}")
+        raise ValueError(
+            f"x_hat must have the shape of x {tuple(x.shape)} (batch, inst, feat), got shape {tuple(x_hat.shape)}"
+        )
     if importance.shape != x.shape[1:]:
-        raise ValueError(f"importance must have shape (inst, feat) = {tuple(x.shape[1:])} to match x, got shape {tuple(importance.shape)}")
+        raise ValueError(
+            f"importance must have shape (inst, feat) = {tuple(x.shape[1:])} to match x, got shape {tuple(importance.shape)}"
+        )
     for name, t in (("x", x), ("x_hat", x_hat), ("importance", importance)):
         float_tensor(name, t)  # shapes first, then values
     return _loss(x, x_hat, importance)
@@ -93,14 +103,17 @@ class ToyModel(nn.Module):
     W starts Xavier-normal per instance (from ``seed`` if given, else torch's global generator), b at zero.
     """
 
-    def __init__(self, n_instances: int, n_features: int, n_hidden: int, sparsity=0.0, importance=1.0,
-                 seed: int | None = None):
+    def __init__(
+        self, n_instances: int, n_features: int, n_hidden: int, sparsity=0.0, importance=1.0, seed: int | None = None
+    ):
         super().__init__()
         for name, value in (("n_instances", n_instances), ("n_features", n_features), ("n_hidden", n_hidden)):
             positive_int(name, value)
         sparsity = _per_instance("sparsity", sparsity, n_instances, None)
         if ((sparsity < 0) | (sparsity >= 1)).any():
-            raise ValueError(f"sparsity must lie in [0, 1) (1 would mean features are never present), got {sparsity.tolist()}")
+            raise ValueError(
+                f"sparsity must lie in [0, 1) (1 would mean features are never present), got {sparsity.tolist()}"
+            )
         importance = _per_instance("importance", importance, n_instances, n_features)
         if (importance <= 0).any():
             raise ValueError("importance must be positive")
@@ -113,15 +126,19 @@ class ToyModel(nn.Module):
 
     def forward(self, x: Float[Tensor, "batch inst feat"]) -> Float[Tensor, "batch inst feat"]:
         if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[1:] != (self.n_instances, self.n_features):
-            raise ValueError(f"x must have shape (batch, n_instances={self.n_instances}, n_features={self.n_features}), "
-                             f"got {getattr(x, 'shape', type(x).__name__)}")
+            raise ValueError(
+                f"x must have shape (batch, n_instances={self.n_instances}, n_features={self.n_features}), "
+                f"got {getattr(x, 'shape', type(x).__name__)}"
+            )
         return _forward(x, self.W, self.b_final)  # the parameters' shapes are the module's own
 
     def hidden(self, x: Float[Tensor, "batch inst feat"]) -> Float[Tensor, "batch inst hidden"]:
         """The m-dimensional code h = W x that the features are squeezed into."""
         return torch.einsum("ihf,bif->bih", self.W, x)
 
-    def generate_batch(self, batch_size: int, generator: torch.Generator | None = None) -> Float[Tensor, "batch inst feat"]:
+    def generate_batch(
+        self, batch_size: int, generator: torch.Generator | None = None
+    ) -> Float[Tensor, "batch inst feat"]:
         """Sparse features: zero with probability ``sparsity``, else uniform on [0, 1].
 
         One uniform draw u per entry does both jobs: present iff u < 1 − S, and then u / (1 − S) is uniform.
@@ -149,8 +166,9 @@ def single_threaded():
         torch.set_num_threads(previous)
 
 
-def train_toy_models(model: ToyModel, steps: int = 2000, batch_size: int = 512, lr: float = 1e-2, seed: int = 0,
-                     progress: bool = False) -> Float[Tensor, "steps inst"]:
+def train_toy_models(
+    model: ToyModel, steps: int = 2000, batch_size: int = 512, lr: float = 1e-2, seed: int = 0, progress: bool = False
+) -> Float[Tensor, "steps inst"]:
     """Adam on the summed per-instance losses (instances do not interact); returns the loss history.
 
     Seeds its own generator, so ``train_toy_models(ToyModel(...), seed=0)`` is reproducible on a fixed
@@ -173,15 +191,26 @@ def train_toy_models(model: ToyModel, steps: int = 2000, batch_size: int = 512, 
     return history
 
 
-def train_sweep(n_features: int, n_hidden: int, sparsity, importance=1.0, steps: int = 1000, batch_size: int = 256,
-                lr: float = 1e-2, seed: int = 0, progress: bool = False) -> tuple[ToyModel, Tensor]:
+def train_sweep(
+    n_features: int,
+    n_hidden: int,
+    sparsity,
+    importance=1.0,
+    steps: int = 1000,
+    batch_size: int = 256,
+    lr: float = 1e-2,
+    seed: int = 0,
+    progress: bool = False,
+) -> tuple[ToyModel, Tensor]:
     """One instance per entry of ``sparsity``, built and trained from ``seed``: returns (model, loss history).
 
     ``train_sweep(5, 2, [0.0, 0.9])`` trains two 5-features-in-2-dimensions models side by side.
     """
     sparsity = torch.as_tensor(sparsity, dtype=torch.float32)
     if sparsity.ndim != 1 or sparsity.numel() < 1:
-        raise ValueError(f"sparsity must be a 1-d list of values in [0, 1), one per instance, got shape {tuple(sparsity.shape)}")
+        raise ValueError(
+            f"sparsity must be a 1-d list of values in [0, 1), one per instance, got shape {tuple(sparsity.shape)}"
+        )
     model = ToyModel(sparsity.numel(), n_features, n_hidden, sparsity=sparsity, importance=importance, seed=seed)
     return model, train_toy_models(model, steps, batch_size, lr, seed, progress)
 

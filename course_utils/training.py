@@ -62,9 +62,13 @@ def sequence_loss(logits: Float[Tensor, "batch pos d_vocab"], targets: Int[Tenso
     on token i + 1. Uniform logits over d_vocab tokens give ln(d_vocab).
     """
     if not isinstance(logits, Tensor) or logits.ndim != 3:
-        raise ValueError(f"logits must have shape (batch, pos, d_vocab), got {getattr(logits, 'shape', type(logits).__name__)}")
+        raise ValueError(
+            f"logits must have shape (batch, pos, d_vocab), got {getattr(logits, 'shape', type(logits).__name__)}"
+        )
     if not isinstance(targets, Tensor) or tuple(targets.shape) != tuple(logits.shape[:2]):
-        raise ValueError(f"targets must have shape {tuple(logits.shape[:2])}, got {getattr(targets, 'shape', type(targets).__name__)}")
+        raise ValueError(
+            f"targets must have shape {tuple(logits.shape[:2])}, got {getattr(targets, 'shape', type(targets).__name__)}"
+        )
     return cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))  # (batch·pos, d_vocab) rows
 
 
@@ -118,7 +122,9 @@ def bigram_loss(train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m"], d_vocab:
     The best a model can do that sees only the previous token; a transformer must beat it.
     """
     counts = torch.zeros(d_vocab, d_vocab, dtype=torch.float64)
-    counts.index_put_((train_ids[:-1], train_ids[1:]), torch.ones(len(train_ids) - 1, dtype=torch.float64), accumulate=True)
+    counts.index_put_(
+        (train_ids[:-1], train_ids[1:]), torch.ones(len(train_ids) - 1, dtype=torch.float64), accumulate=True
+    )
     probs = (counts + alpha) / (counts.sum(dim=1, keepdim=True) + alpha * d_vocab)  # (prev, next), rows sum to 1
     return float(-probs[val_ids[:-1], val_ids[1:]].log().mean())
 
@@ -132,8 +138,9 @@ def evaluate(model: nn.Module, ids: Int[Tensor, "n"], n_windows: int, impl: str 
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
-    total = sum(len(w) * sequence_loss(model(w[:, :-1].to(device), impl=impl), w[:, 1:].to(device))
-                for w in windows.split(16))
+    total = sum(
+        len(w) * sequence_loss(model(w[:, :-1].to(device), impl=impl), w[:, 1:].to(device)) for w in windows.split(16)
+    )
     model.train(was_training)
     return float(total) / n_windows
 
@@ -146,8 +153,15 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=cfg.max_lr, betas=cfg.betas, foreach=True)
 
 
-def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m"], cfg: TrainConfig,
-          on_eval=None, progress: bool = True, stop_after: int | None = None) -> dict:
+def train(
+    model: nn.Module,
+    train_ids: Int[Tensor, "n"],
+    val_ids: Int[Tensor, "m"],
+    cfg: TrainConfig,
+    on_eval=None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> dict:
     """Train in place; returns the log: per-step ``lr``, ``train_loss``; per eval ``eval_step``, ``val_loss``.
 
     ``on_eval(log)`` is called after every evaluation (the notebook's live curve). Batches come from
@@ -164,7 +178,9 @@ def train(model: nn.Module, train_ids: Int[Tensor, "n"], val_ids: Int[Tensor, "m
     optimizer = make_optimizer(model, cfg)
     log = {"lr": [], "train_loss": [], "eval_step": [], "val_loss": []}
     model.train()
-    bar = tqdm(range(cfg.steps if stop_after is None else min(stop_after, cfg.steps)), desc="training", disable=not progress)
+    bar = tqdm(
+        range(cfg.steps if stop_after is None else min(stop_after, cfg.steps)), desc="training", disable=not progress
+    )
     for step in bar:
         lr = lr_at(step, cfg)
         for group in optimizer.param_groups:

@@ -110,7 +110,9 @@ def non_negative_number(name: str, value: Any) -> float:
     return value
 
 
-def number_in(name: str, value: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> float:
+def number_in(
+    name: str, value: Any, low: float, high: float, *, low_open: bool = False, high_open: bool = False
+) -> float:
     """``value`` as a float if ``low <= value <= high`` (either end may be open)."""
     value = number(name, value)
     too_low = value <= low if low_open else value < low
@@ -164,8 +166,10 @@ def index_tensor(name: str, x: Any, size: int, size_name: str = "d_vocab") -> Te
     """``x`` if it is an integer tensor whose entries lie in ``[0, size)``."""
     int_tensor(name, x, " (ids are row numbers)")
     if has_data(x) and x.numel() and (int(x.min()) < 0 or int(x.max()) >= size):
-        raise ValueError(f"{name} must lie in [0, {size_name}={size}), got values from {int(x.min())} to "
-                         f"{int(x.max())} (shape {tuple(x.shape)})")
+        raise ValueError(
+            f"{name} must lie in [0, {size_name}={size}), got values from {int(x.min())} to "
+            f"{int(x.max())} (shape {tuple(x.shape)})"
+        )
     return x
 
 

@@ -15,15 +15,27 @@ from dataclasses import dataclass
 
 from course_utils.checks.core import Alternative, Case, Exercise, Mistake, Property, Verdict
 
-__all__ = ["Alternative", "Case", "Exercise", "Mistake", "Property", "Verdict", "all_exercises", "get_exercise",
-           "check_modules", "hint"]
+__all__ = [
+    "Alternative",
+    "Case",
+    "Exercise",
+    "Mistake",
+    "Property",
+    "Verdict",
+    "all_exercises",
+    "get_exercise",
+    "check_modules",
+    "hint",
+]
 
 _MACHINERY = {"core", "compare"}
 
 
 def check_modules() -> list[str]:
     """Names of the per-notebook check modules, e.g. ``['welcome', 'tokenisation', ...]``."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in _MACHINERY and not m.name.startswith("_"))
+    return sorted(
+        m.name for m in pkgutil.iter_modules(__path__) if m.name not in _MACHINERY and not m.name.startswith("_")
+    )
 
 
 def all_exercises() -> dict[str, Exercise]:
@@ -56,8 +68,11 @@ class Hint:
     text: str
 
     def __str__(self) -> str:
-        more = (f" Still stuck? `hint({self.exercise!r}, {self.level + 1})`." if self.level < self.of
-                else " That was the last hint: re-read the text above the exercise, or ask.")
+        more = (
+            f" Still stuck? `hint({self.exercise!r}, {self.level + 1})`."
+            if self.level < self.of
+            else " That was the last hint: re-read the text above the exercise, or ask."
+        )
         return f"💡 Hint {self.level} of {self.of} for `{self.exercise}`: {self.text}{more}"
 
     def __repr__(self) -> str:
@@ -75,6 +90,8 @@ def hint(name: str, level: int = 1) -> Hint:
     """
     exercises = all_exercises()
     if not isinstance(name, str) or name not in exercises:
-        raise ValueError(f"name must be an exercise name such as 'stable_softmax'; known: {', '.join(sorted(exercises))}; got {name!r}")
+        raise ValueError(
+            f"name must be an exercise name such as 'stable_softmax'; known: {', '.join(sorted(exercises))}; got {name!r}"
+        )
     exercise = exercises[name]
     return Hint(name, level, len(exercise.hints), exercise.hint(level))

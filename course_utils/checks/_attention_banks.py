@@ -144,8 +144,12 @@ class HeadFused(nn.Module):
 class HeadInitAndRsqrt(nn.Module):
     def __init__(self, d_model, d_head):
         super().__init__()
-        for name, shape in (("W_Q", (d_model, d_head)), ("W_K", (d_model, d_head)),
-                            ("W_V", (d_model, d_head)), ("W_O", (d_head, d_model))):
+        for name, shape in (
+            ("W_Q", (d_model, d_head)),
+            ("W_K", (d_model, d_head)),
+            ("W_V", (d_model, d_head)),
+            ("W_O", (d_head, d_model)),
+        ):
             self.register_parameter(name, nn.Parameter(nn.init.xavier_uniform_(torch.empty(shape))))
 
     def forward(self, x):

@@ -45,11 +45,15 @@ def corpus_case_text(seed: int) -> str:
 
 def train_cases(seed: int) -> list[Case]:
     worked = " ".join(w for w, n in {"low": 5, "lower": 2, "newest": 6, "widest": 3}.items() for _ in range(n))
-    return [Case("'aaabdaaabac', 3 merges", ("aaabdaaabac", 3)),
-            Case("the worked corpus as text (low x5, lower x2, newest x6, widest x3), 10 merges", (worked, 10)),
-            Case("'café naïve café 😀😀 naïve', 8 merges", ("café naïve café 😀😀 naïve", 8)),
-            Case(f"{SLICE_BYTES:,} bytes of the corpus (seed {seed}), {SLICE_MERGES} merges",
-                 (corpus_case_text(seed), SLICE_MERGES))]
+    return [
+        Case("'aaabdaaabac', 3 merges", ("aaabdaaabac", 3)),
+        Case("the worked corpus as text (low x5, lower x2, newest x6, widest x3), 10 merges", (worked, 10)),
+        Case("'café naïve café 😀😀 naïve', 8 merges", ("café naïve café 😀😀 naïve", 8)),
+        Case(
+            f"{SLICE_BYTES:,} bytes of the corpus (seed {seed}), {SLICE_MERGES} merges",
+            (corpus_case_text(seed), SLICE_MERGES),
+        ),
+    ]
 
 
 def _train(sequences: dict[tuple[int, ...], int], n_merges: int, pick=None, first_only=False):
@@ -167,8 +171,16 @@ def train_sorted_max(text, n_merges):
 
 
 # -- the encoder ---------------------------------------------------------------------------------
-ENCODE_TEXTS = [" Shakespeare", "tokenisation", " strawberry", " antidisestablishmentarianism", "Now is the winter of our discontent",
-                "café 😀 日本語", "  spaces\tand\n\nnewlines  ", "don't 1234567 !!!"]
+ENCODE_TEXTS = [
+    " Shakespeare",
+    "tokenisation",
+    " strawberry",
+    " antidisestablishmentarianism",
+    "Now is the winter of our discontent",
+    "café 😀 日本語",
+    "  spaces\tand\n\nnewlines  ",
+    "don't 1234567 !!!",
+]
 
 
 class ReadOnlyRanks(Mapping):
@@ -222,13 +234,15 @@ def encode_cases(seed: int) -> list[Case]:
 def _merged_parts(piece, ranks, choose):
     """Join pairs of ``piece`` while any pair is a token; ``choose(options)`` picks among
     ``[(rank, position), ...]`` the one to join."""
-    parts = [piece[i:i + 1] for i in range(len(piece))]
+    parts = [piece[i : i + 1] for i in range(len(piece))]
     while len(parts) > 1:
-        options = [(ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1) if parts[i] + parts[i + 1] in ranks]
+        options = [
+            (ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1) if parts[i] + parts[i + 1] in ranks
+        ]
         if not options:
             break
         _, i = choose(options)
-        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+        parts[i : i + 2] = [parts[i] + parts[i + 1]]
     return parts
 
 
@@ -270,13 +284,15 @@ def encode_merge_all_occurrences(piece, ranks):
 
 def encode_recursive(piece, ranks):
     """One merge, then recurse on the shorter list of parts."""
+
     def go(parts):
         candidates = [i for i in range(len(parts) - 1) if parts[i] + parts[i + 1] in ranks]
         if not candidates:
             return parts
         i = min(candidates, key=lambda i: ranks[parts[i] + parts[i + 1]])
-        return go(parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2:])
-    return [ranks[p] for p in go([piece[i:i + 1] for i in range(len(piece))])]
+        return go(parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2 :])
+
+    return [ranks[p] for p in go([piece[i : i + 1] for i in range(len(piece))])]
 
 
 def encode_on_ids(piece, ranks):
@@ -288,5 +304,5 @@ def encode_on_ids(piece, ranks):
         best = min(range(len(scores)), key=scores.__getitem__)
         if scores[best] == float("inf"):
             break
-        ids[best:best + 2] = [scores[best]]
+        ids[best : best + 2] = [scores[best]]
     return ids

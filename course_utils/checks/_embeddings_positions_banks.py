@@ -119,7 +119,7 @@ def rope_with(x, sign=1.0, freqs=None, halves=False):
     angles = sign * torch.arange(n, dtype=torch.float64)[:, None] * freqs  # (pos, d // 2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     if halves:
-        a, b = x[..., : d // 2], x[..., d // 2:]
+        a, b = x[..., : d // 2], x[..., d // 2 :]
         return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
     a, b = x[..., 0::2], x[..., 1::2]
     return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).reshape(x.shape)
@@ -153,7 +153,9 @@ def rope_float32_angles(x):
 def rope_complex(x):
     d, n = x.shape[-1], x.shape[-2]
     theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    turn = torch.polar(torch.ones(n, d // 2, dtype=torch.float64), torch.arange(n, dtype=torch.float64)[:, None] * theta)
+    turn = torch.polar(
+        torch.ones(n, d // 2, dtype=torch.float64), torch.arange(n, dtype=torch.float64)[:, None] * theta
+    )
     z = torch.view_as_complex(x.to(torch.float64).reshape(*x.shape[:-1], d // 2, 2).contiguous())
     return torch.view_as_real(z * turn).reshape(x.shape).to(x.dtype)
 

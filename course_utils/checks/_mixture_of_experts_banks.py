@@ -104,7 +104,9 @@ def _alt_masks_in_place(x, indices, gates, experts):
 
 
 def _alt_float32(x, indices, gates, experts):
-    return moe.dispatch_grouped(x.float(), indices, gates.float(), [lambda r, f=f: f(r.double()).float() for f in experts])
+    return moe.dispatch_grouped(
+        x.float(), indices, gates.float(), [lambda r, f=f: f(r.double()).float() for f in experts]
+    )
 
 
 # -- the load-balancing loss ------------------------------------------------------------------------
@@ -171,5 +173,7 @@ def _alt_log_softmax_scatter(router_logits, k, alpha=0.01):
     T, E = router_logits.shape
     probs = torch.log_softmax(router_logits, dim=-1).exp()
     indices = router_logits.topk(k, dim=-1).indices
-    counts = torch.zeros(E, dtype=probs.dtype).scatter_add_(0, indices.reshape(-1), torch.ones(T * k, dtype=probs.dtype))
+    counts = torch.zeros(E, dtype=probs.dtype).scatter_add_(
+        0, indices.reshape(-1), torch.ones(T * k, dtype=probs.dtype)
+    )
     return alpha * E * torch.einsum("e,te->", counts / (T * k), probs) / T

@@ -118,7 +118,11 @@ def _angles_pdist(v):
 
 def _angles_loop_f32(v):
     u = _unit(v.float())
-    devs = [math.degrees(math.acos(max(-1.0, min(1.0, float(u[i] @ u[j]))))) - 90 for i in range(len(u)) for j in range(i + 1, len(u))]
+    devs = [
+        math.degrees(math.acos(max(-1.0, min(1.0, float(u[i] @ u[j]))))) - 90
+        for i in range(len(u))
+        for j in range(i + 1, len(u))
+    ]
     devs = np.array(devs)
     return np.array([np.sqrt(np.mean(devs**2)), np.abs(devs).max()])
 
@@ -172,8 +176,13 @@ def _toy_gram(x, W, b):
 
 
 def _toy_loop_f32(x, W, b):
-    return torch.stack([F.relu(F.linear(F.linear(x[:, i].float(), W[i].float()), W[i].T.float(), b[i].float()))
-                        for i in range(W.shape[0])], dim=1)
+    return torch.stack(
+        [
+            F.relu(F.linear(F.linear(x[:, i].float(), W[i].float()), W[i].T.float(), b[i].float()))
+            for i in range(W.shape[0])
+        ],
+        dim=1,
+    )
 
 
 def _loss_no_importance(x, x_hat, importance):
@@ -203,8 +212,12 @@ def _loss_reordered(x, x_hat, importance):
 
 def _loss_f32_mse(x, x_hat, importance):
     w = importance.float().sqrt()
-    return torch.stack([F.mse_loss(w[i] * x[:, i].float(), w[i] * x_hat[:, i].float(), reduction="sum") / x.shape[0]
-                        for i in range(x.shape[1])])
+    return torch.stack(
+        [
+            F.mse_loss(w[i] * x[:, i].float(), w[i] * x_hat[:, i].float(), reduction="sum") / x.shape[0]
+            for i in range(x.shape[1])
+        ]
+    )
 
 
 def _dim_norm_not_squared(W):
@@ -247,4 +260,3 @@ def _dim_loop_f32(W):
             wi = w[:, i]
             out[k, i] = wi.dot(wi) / sum(float(wi.dot(w[:, j]) / wi.norm()) ** 2 for j in range(w.shape[1]))
     return out.reshape(W.shape[:-2] + W.shape[-1:])
-

@@ -21,7 +21,7 @@ def _split_unflatten(x, n_heads):
 
 def _split_stack_slices(x, n_heads):
     d_head = x.shape[-1] // n_heads
-    return torch.stack([x[..., h * d_head:(h + 1) * d_head] for h in range(n_heads)], dim=1)
+    return torch.stack([x[..., h * d_head : (h + 1) * d_head] for h in range(n_heads)], dim=1)
 
 
 def _split_view_permute(x, n_heads):
@@ -86,7 +86,10 @@ class WideMatrices(multihead.MultiHeadAttention):
     def forward(self, x, mask=None):
         d_model = x.shape[-1]
         wide = [torch.cat(list(getattr(self, f"W_{n}")), dim=1) for n in "QKV"]  # (d_model, n_heads * d_head)
-        q, k, v = (multihead.split_heads(x @ W + getattr(self, f"b_{n}").reshape(-1), self.n_heads) for W, n in zip(wide, "QKV"))
+        q, k, v = (
+            multihead.split_heads(x @ W + getattr(self, f"b_{n}").reshape(-1), self.n_heads)
+            for W, n in zip(wide, "QKV")
+        )
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
         if mask is not None:
             scores = scores.masked_fill(~_heads_mask(mask), -1e9)
@@ -155,8 +158,12 @@ def _prev_shifted_eye(pattern):
 def _prev_loops_float32(pattern):
     p = pattern.float()
     batch, heads, n, _ = p.shape
-    return torch.tensor([sum(p[b, h, q, q - 1].item() for b in range(batch) for q in range(1, n)) / (batch * (n - 1))
-                         for h in range(heads)])
+    return torch.tensor(
+        [
+            sum(p[b, h, q, q - 1].item() for b in range(batch) for q in range(1, n)) / (batch * (n - 1))
+            for h in range(heads)
+        ]
+    )
 
 
 PREVIOUS_TOKEN_ALTERNATIVES = [
@@ -197,7 +204,9 @@ def _ind_mask(pattern, half_len):
 def _ind_loops_float32(pattern, half_len):
     p = pattern.float()
     batch, heads, n, _ = p.shape
-    picks = [[p[b, h, q, q - half_len + 1].item() for b in range(batch) for q in range(half_len, n)] for h in range(heads)]
+    picks = [
+        [p[b, h, q, q - half_len + 1].item() for b in range(batch) for q in range(half_len, n)] for h in range(heads)
+    ]
     return np.array([sum(row) / len(row) for row in picks])  # a NumPy array, one score per head
 
 

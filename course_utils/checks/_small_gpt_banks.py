@@ -41,12 +41,30 @@ def ln_divide_by_variance(x, w, b, eps=1e-5):
 
 LAYER_NORM_ALTERNATIVES = [
     Alternative("F.layer_norm", lambda x, w, b, eps=1e-5: F.layer_norm(x, x.shape[-1:], w, b, eps)),
-    Alternative("var(unbiased=False) and rsqrt", lambda x, w, b, eps=1e-5: (x - x.mean(-1, keepdim=True))
-                * torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * w + b),
-    Alternative("float32", lambda x, w, b, eps=1e-5: ((x.float() - x.float().mean(-1, keepdim=True))
-                / torch.sqrt(x.float().var(-1, correction=0, keepdim=True) + eps) * w.float() + b.float())),
-    Alternative("E[x²] - E[x]²", lambda x, w, b, eps=1e-5: (x - x.mean(-1, keepdim=True))
-                / torch.sqrt((x * x).mean(-1, keepdim=True) - x.mean(-1, keepdim=True) ** 2 + eps) * w + b),
+    Alternative(
+        "var(unbiased=False) and rsqrt",
+        lambda x, w, b, eps=1e-5: (
+            (x - x.mean(-1, keepdim=True)) * torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * w + b
+        ),
+    ),
+    Alternative(
+        "float32",
+        lambda x, w, b, eps=1e-5: (
+            (x.float() - x.float().mean(-1, keepdim=True))
+            / torch.sqrt(x.float().var(-1, correction=0, keepdim=True) + eps)
+            * w.float()
+            + b.float()
+        ),
+    ),
+    Alternative(
+        "E[x²] - E[x]²",
+        lambda x, w, b, eps=1e-5: (
+            (x - x.mean(-1, keepdim=True))
+            / torch.sqrt((x * x).mean(-1, keepdim=True) - x.mean(-1, keepdim=True) ** 2 + eps)
+            * w
+            + b
+        ),
+    ),
 ]
 
 
@@ -93,8 +111,12 @@ def _block_in_place(block, x):
 
 
 BLOCK_ALTERNATIVES = [
-    Alternative("PyTorch's fused kernels", lambda block, x: (lambda h: h + fused_mlp(block.mlp, block.ln2(h)))(
-        x + fused_attention(block.attn, block.ln1(x)))),
+    Alternative(
+        "PyTorch's fused kernels",
+        lambda block, x: (lambda h: h + fused_mlp(block.mlp, block.ln2(h)))(
+            x + fused_attention(block.attn, block.ln1(x))
+        ),
+    ),
     Alternative("mask from tril", _block_tril),
     Alternative("in-place additions on a copy", _block_in_place),
 ]
@@ -149,7 +171,7 @@ def sample_last_token_only(model, prompt, n_new, temperature, generator):
 def sample_first_position(model, prompt, n_new, temperature, generator):
     ids = prompt.clone()
     for _ in range(n_new):
-        logits = model(ids[:, -model.cfg.n_ctx:])[:, 0]
+        logits = model(ids[:, -model.cfg.n_ctx :])[:, 0]
         ids = torch.cat([ids, sample_next_token(logits, temperature, generator=generator)[:, None]], dim=1)
     return ids
 
@@ -157,7 +179,7 @@ def sample_first_position(model, prompt, n_new, temperature, generator):
 def sample_always_greedy(model, prompt, n_new, temperature, generator):
     ids = prompt.clone()
     for _ in range(n_new):
-        logits = model(ids[:, -model.cfg.n_ctx:])[:, -1]
+        logits = model(ids[:, -model.cfg.n_ctx :])[:, -1]
         ids = torch.cat([ids, logits.argmax(-1, keepdim=True)], dim=1)
     return ids
 
@@ -172,6 +194,7 @@ def sample_no_crop(model, prompt, n_new, temperature, generator):
 
 def _sample_library(model, prompt, n_new, temperature, generator):
     from course_utils.generation import generate
+
     return generate(model, prompt, n_new, temperature=temperature, generator=generator, use_cache=False)
 
 
@@ -186,9 +209,9 @@ def _sample_while(model, prompt, n_new, temperature, generator):
 
 def _sample_preallocated(model, prompt, n_new, temperature, generator):
     out = torch.zeros(prompt.shape[0], prompt.shape[1] + n_new, dtype=torch.long)
-    out[:, :prompt.shape[1]] = prompt
+    out[:, : prompt.shape[1]] = prompt
     for end in range(prompt.shape[1], out.shape[1]):
-        logits = model(out[:, max(0, end - model.cfg.n_ctx):end])
+        logits = model(out[:, max(0, end - model.cfg.n_ctx) : end])
         out[:, end] = sample_next_token(logits[:, -1], temperature, generator=generator)
     return out
 
@@ -236,7 +259,9 @@ def _kv_manual(q, k_new, v_new, k_cache, v_cache):
 def _kv_einsum(q, k_new, v_new, k_cache, v_cache):
     k, v = torch.cat([k_cache, k_new], dim=-2), torch.cat([v_cache, v_new], dim=-2)
     scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * q.shape[-1] ** -0.5
-    scores = scores + torch.zeros(q.shape[2], k.shape[2]).masked_fill(~causal_mask(q.shape[2], k.shape[2]), float("-inf"))
+    scores = scores + torch.zeros(q.shape[2], k.shape[2]).masked_fill(
+        ~causal_mask(q.shape[2], k.shape[2]), float("-inf")
+    )
     return torch.einsum("bhqk,bhkd->bhqd", scores.softmax(-1), v), k, v
 
 

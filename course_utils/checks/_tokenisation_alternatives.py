@@ -36,7 +36,9 @@ def pairs_by_index(words):
 
 
 def pairs_by_summing_counters(words):
-    return dict(sum((Counter({pair: n}) for symbols, n in words.items() for pair in zip(symbols, symbols[1:])), Counter()))
+    return dict(
+        sum((Counter({pair: n}) for symbols, n in words.items() for pair in zip(symbols, symbols[1:])), Counter())
+    )
 
 
 # -- 2. one merge --------------------------------------------------------------------------------
@@ -71,6 +73,7 @@ def merge_recursively(words, pair):
         if (symbols[0], symbols[1]) == tuple(pair):
             return (symbols[0] + symbols[1],) + join(symbols[2:])
         return (symbols[0],) + join(symbols[1:])
+
     out = Counter()
     for symbols, n in words.items():
         out[join(tuple(symbols))] += n
@@ -128,7 +131,7 @@ def encode_lowest_rank_first(word, merges):
         if not ranked:
             return symbols
         _, i = min(ranked)
-        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
 
 
 def encode_with_regex(word, merges):
@@ -197,8 +200,11 @@ def viterbi_with_products(word, probs):
     """Multiplies probabilities directly (fine for short words) and stores whole splits."""
     best = {0: (1.0, [])}
     for end in range(1, len(word) + 1):
-        options = [(best[b][0] * probs[word[b:end]], best[b][1] + [word[b:end]])
-                   for b in range(end) if b in best and word[b:end] in probs]
+        options = [
+            (best[b][0] * probs[word[b:end]], best[b][1] + [word[b:end]])
+            for b in range(end)
+            if b in best and word[b:end] in probs
+        ]
         if options:
             best[end] = max(options, key=lambda o: o[0])
     return best[len(word)][1]
@@ -206,6 +212,7 @@ def viterbi_with_products(word, probs):
 
 def viterbi_top_down(word, probs):
     """Memoised recursion over suffixes: the best split of word[i:]."""
+
     @functools.lru_cache(maxsize=None)
     def best(i):
         if i == len(word):
@@ -216,6 +223,7 @@ def viterbi_top_down(word, probs):
                 score, rest = best(j)
                 options.append((math.log(probs[word[i:j]]) + score, (word[i:j],) + rest))
         return max(options, default=(-math.inf, ()))
+
     return list(best(0)[1])
 
 
@@ -231,6 +239,6 @@ def viterbi_backwards(word, probs):
                 cost[start], nxt[start] = cost[end] - math.log(probs[piece]), end
     pieces, i = [], 0
     while i < n:
-        pieces.append(word[i:nxt[i]])
+        pieces.append(word[i : nxt[i]])
         i = nxt[i]
     return pieces

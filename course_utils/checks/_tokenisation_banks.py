@@ -12,8 +12,16 @@ import random
 from collections import Counter
 
 from course_utils.checks.core import Case
-from course_utils.tokenisation.bpe import (EOW, WORKED_CORPUS, build_vocab, count_pairs, encode_word,
-                                           merge_pair, split_corpus, train_bpe)
+from course_utils.tokenisation.bpe import (
+    EOW,
+    WORKED_CORPUS,
+    build_vocab,
+    count_pairs,
+    encode_word,
+    merge_pair,
+    split_corpus,
+    train_bpe,
+)
 from course_utils.tokenisation.wordpiece import count_symbols, wordpiece_score
 
 
@@ -26,10 +34,12 @@ def random_counts(rng: random.Random, n_words: int = 6, alphabet: str = "abcd") 
 
 def corpora(seed: int) -> list[tuple[str, dict[str, int]]]:
     rng = random.Random(seed)
-    return [("the worked corpus", dict(WORKED_CORPUS)),
-            ("repeated pairs: aaaa x3, abab x2, ba x4", {"aaaa": 3, "abab": 2, "ba": 4}),
-            (f"a random corpus (seed {seed})", random_counts(rng)),
-            (f"another random corpus (seed {seed})", random_counts(rng, 8, "abc"))]
+    return [
+        ("the worked corpus", dict(WORKED_CORPUS)),
+        ("repeated pairs: aaaa x3, abab x2, ba x4", {"aaaa": 3, "abab": 2, "ba": 4}),
+        (f"a random corpus (seed {seed})", random_counts(rng)),
+        (f"another random corpus (seed {seed})", random_counts(rng, 8, "abc")),
+    ]
 
 
 def merge(symbols, pair, first_only=False):
@@ -75,7 +85,9 @@ def merge_first_only(words, pair):
 def merge_right_to_left(words, pair):
     out = Counter()
     for s, c in words.items():
-        out[tuple(p[::-1] for p in merge(tuple(x[::-1] for x in s[::-1]), tuple(x[::-1] for x in pair[::-1]))[::-1])] += c
+        out[
+            tuple(p[::-1] for p in merge(tuple(x[::-1] for x in s[::-1]), tuple(x[::-1] for x in pair[::-1]))[::-1])
+        ] += c
     return dict(out)
 
 
@@ -84,12 +96,25 @@ def merge_overwrites(words, pair):
 
 
 def merge_cases(seed: int) -> list[Case]:
-    cases = [Case("worked corpus, merge ('e', 's')", (split_corpus(WORKED_CORPUS), ("e", "s"))),
-             Case("('a','a','a','a') x3 and ('a','a','a') x1, merge ('a', 'a')", ({("a",) * 4 + (EOW,): 3, ("a",) * 3 + (EOW,): 1}, ("a", "a"))),
-             Case("('ab','c') x2 and ('a','b','c') x3, merge ('a', 'b')", ({("ab", "c", EOW): 2, ("a", "b", "c", EOW): 3}, ("a", "b")))]
+    cases = [
+        Case("worked corpus, merge ('e', 's')", (split_corpus(WORKED_CORPUS), ("e", "s"))),
+        Case(
+            "('a','a','a','a') x3 and ('a','a','a') x1, merge ('a', 'a')",
+            ({("a",) * 4 + (EOW,): 3, ("a",) * 3 + (EOW,): 1}, ("a", "a")),
+        ),
+        Case(
+            "('ab','c') x2 and ('a','b','c') x3, merge ('a', 'b')",
+            ({("ab", "c", EOW): 2, ("a", "b", "c", EOW): 3}, ("a", "b")),
+        ),
+    ]
     for label, wc in corpora(seed)[2:]:
         words = split_corpus(wc)
-        cases.append(Case(f"{label}, its most frequent pair", (words, max(sorted(count_pairs(words).items()), key=lambda kv: kv[1])[0])))
+        cases.append(
+            Case(
+                f"{label}, its most frequent pair",
+                (words, max(sorted(count_pairs(words).items()), key=lambda kv: kv[1])[0]),
+            )
+        )
     return cases
 
 
@@ -121,9 +146,11 @@ def smallest_tie(pairs):
 def encode_cases(seed: int) -> list[Case]:
     rng = random.Random(seed)
     merges = train_bpe(WORKED_CORPUS, 5)
-    cases = [Case("'lowest' with the 5 worked merges", ("lowest", merges)),
-             Case("'newer' with the 5 worked merges", ("newer", merges)),
-             Case("'lowlowest' with the 5 worked merges", ("lowlowest", merges))]
+    cases = [
+        Case("'lowest' with the 5 worked merges", ("lowest", merges)),
+        Case("'newer' with the 5 worked merges", ("newer", merges)),
+        Case("'lowlowest' with the 5 worked merges", ("lowlowest", merges)),
+    ]
     wc = random_counts(rng)
     merges = train_bpe(wc, 6)
     for word in list(wc)[:3]:
@@ -163,8 +190,10 @@ def decode_cases(seed: int) -> list[Case]:
 def score_cases(seed: int) -> list[Case]:
     rng = random.Random(seed)
     worked = split_corpus(WORKED_CORPUS)
-    cases = [Case("worked corpus, ('e', 's')", (worked, ("e", "s"))),
-             Case("worked corpus, ('i', 'd')", (worked, ("i", "d")))]
+    cases = [
+        Case("worked corpus, ('e', 's')", (worked, ("e", "s"))),
+        Case("worked corpus, ('i', 'd')", (worked, ("i", "d"))),
+    ]
     for label, wc in corpora(seed)[2:]:
         words = split_corpus(wc)
         cases.append(Case(f"{label}, a pair in it", (words, rng.choice(sorted(count_pairs(words))))))
@@ -187,16 +216,28 @@ def score_sum(words, pair):
 def viterbi_cases(seed: int) -> list[Case]:
     rng = random.Random(seed)
     probs = {"low": 0.04, "est": 0.03, "lo": 0.01, "west": 0.005, **{c: 0.001 for c in "lowestn"}}
-    cases = [Case("'lowest' with low .04, est .03, lo .01, west .005, letters .001", ("lowest", probs)),
-             Case("'abcd' where a.bcd beats the greedy abc.d", ("abcd", {"a": 0.2, "b": 0.01, "c": 0.01, "d": 0.01, "abc": 0.02, "bcd": 0.3})),
-             Case("'abc' where abc (0.2) beats a.bc (0.35 x 0.35) and a.b.c", ("abc", {"a": 0.35, "b": 0.3, "c": 0.3, "bc": 0.35, "abc": 0.2}))]
+    cases = [
+        Case("'lowest' with low .04, est .03, lo .01, west .005, letters .001", ("lowest", probs)),
+        Case(
+            "'abcd' where a.bcd beats the greedy abc.d",
+            ("abcd", {"a": 0.2, "b": 0.01, "c": 0.01, "d": 0.01, "abc": 0.02, "bcd": 0.3}),
+        ),
+        Case(
+            "'abc' where abc (0.2) beats a.bc (0.35 x 0.35) and a.b.c",
+            ("abc", {"a": 0.35, "b": 0.3, "c": 0.3, "bc": 0.35, "abc": 0.2}),
+        ),
+    ]
     for k in range(3):
         word = "".join(rng.choice("abc") for _ in range(rng.randint(5, 9)))
         pieces = {word[i:j] for i in range(len(word)) for j in range(i + 1, min(len(word), i + 4) + 1)}
         chosen = [p for p in sorted(pieces) if len(p) == 1 or rng.random() < 0.6]
         weights = [rng.random() for _ in chosen]
-        cases.append(Case(f"random word {word!r} and {len(chosen)} pieces (seed {seed})",
-                          (word, {p: w / sum(weights) for p, w in zip(chosen, weights)})))
+        cases.append(
+            Case(
+                f"random word {word!r} and {len(chosen)} pieces (seed {seed})",
+                (word, {p: w / sum(weights) for p, w in zip(chosen, weights)}),
+            )
+        )
     return cases
 
 
@@ -212,7 +253,11 @@ def greedy_longest(word, probs):
 def max_sum(word, probs):
     best = {0: (0.0, [])}
     for end in range(1, len(word) + 1):
-        options = [(best[b][0] + probs[word[b:end]], best[b][1] + [word[b:end]]) for b in range(end) if word[b:end] in probs and b in best]
+        options = [
+            (best[b][0] + probs[word[b:end]], best[b][1] + [word[b:end]])
+            for b in range(end)
+            if word[b:end] in probs and b in best
+        ]
         if options:
             best[end] = max(options, key=lambda o: o[0])
     return best[len(word)][1]
@@ -221,7 +266,11 @@ def max_sum(word, probs):
 def max_single_piece(word, probs):
     best = {0: (math.inf, [])}
     for end in range(1, len(word) + 1):
-        options = [(min(best[b][0], probs[word[b:end]]), best[b][1] + [word[b:end]]) for b in range(end) if word[b:end] in probs and b in best]
+        options = [
+            (min(best[b][0], probs[word[b:end]]), best[b][1] + [word[b:end]])
+            for b in range(end)
+            if word[b:end] in probs and b in best
+        ]
         if options:
             best[end] = max(options, key=lambda o: o[0])
     return best[len(word)][1]

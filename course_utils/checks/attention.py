@@ -35,8 +35,12 @@ def _qkv_cases(seed: int, with_v: bool) -> list[Case]:
     cases = [
         ("the / cat / sat worked example (d_k = 2)", worked_q, worked_k, worked_v),
         ("4 queries, 6 keys, d_head = 8", make(4, 8), make(6, 8), make(6, 3)),
-        ("batch 2, 3 heads, 5 queries, 7 keys, d_head = 16 (float32)",
-         make(2, 3, 5, 16, dtype=torch.float32), make(2, 3, 7, 16, dtype=torch.float32), make(2, 3, 7, 4, dtype=torch.float32)),
+        (
+            "batch 2, 3 heads, 5 queries, 7 keys, d_head = 16 (float32)",
+            make(2, 3, 5, 16, dtype=torch.float32),
+            make(2, 3, 7, 16, dtype=torch.float32),
+            make(2, 3, 7, 4, dtype=torch.float32),
+        ),
     ]
     return [Case(label, (q, k, v) if with_v else (q, k)) for label, q, k, v in cases]
 
@@ -51,17 +55,32 @@ ATTENTION_SCORES = Exercise(
     name="attention_scores",
     reference=attention_scores,
     cases=lambda seed: _qkv_cases(seed, with_v=False),
-    properties=[Property("shape (..., q_pos, k_pos)", lambda c, out: tuple(out.shape) == (*c.args[0].shape[:-1], c.args[1].shape[-2]),
-                         "the scores have one row per query and one column per key: shape (..., q_pos, k_pos)")],
+    properties=[
+        Property(
+            "shape (..., q_pos, k_pos)",
+            lambda c, out: tuple(out.shape) == (*c.args[0].shape[:-1], c.args[1].shape[-2]),
+            "the scores have one row per query and one column per key: shape (..., q_pos, k_pos)",
+        )
+    ],
     mistakes=[
-        Mistake("no scaling", bank.scores_unscaled,
-                "you forgot to scale: divide the dot products by the square root of d_head (the last dim of q)"),
-        Mistake("divides by d_head", bank.scores_over_d_head,
-                "you divided by d_head itself: the scale is its square root"),
-        Mistake("keys times queries", bank.scores_transposed,
-                "rows and columns are swapped: the required shape is (..., q_pos, k_pos), so row i belongs to query i"),
-        Mistake("scaled by the number of keys", bank.scores_over_sqrt_k_pos,
-                "you scaled by the square root of the number of keys: the scale uses the feature width d_head = q.shape[-1]"),
+        Mistake(
+            "no scaling",
+            bank.scores_unscaled,
+            "you forgot to scale: divide the dot products by the square root of d_head (the last dim of q)",
+        ),
+        Mistake(
+            "divides by d_head", bank.scores_over_d_head, "you divided by d_head itself: the scale is its square root"
+        ),
+        Mistake(
+            "keys times queries",
+            bank.scores_transposed,
+            "rows and columns are swapped: the required shape is (..., q_pos, k_pos), so row i belongs to query i",
+        ),
+        Mistake(
+            "scaled by the number of keys",
+            bank.scores_over_sqrt_k_pos,
+            "you scaled by the square root of the number of keys: the scale uses the feature width d_head = q.shape[-1]",
+        ),
     ],
     alternatives=[
         Alternative("divide by torch.sqrt(torch.tensor(d))", bank.scores_torch_sqrt),
@@ -96,17 +115,34 @@ SDP_ATTENTION = Exercise(
     name="sdp_attention",
     reference=sdp_attention,
     cases=lambda seed: _qkv_cases(seed, with_v=True),
-    properties=[Property("outputs are averages of values", _rows_are_averages,
-                         "each output is a weighted AVERAGE of value rows, so it must lie between their smallest and largest entries")],
+    properties=[
+        Property(
+            "outputs are averages of values",
+            _rows_are_averages,
+            "each output is a weighted AVERAGE of value rows, so it must lie between their smallest and largest entries",
+        )
+    ],
     mistakes=[
-        Mistake("softmax over queries", bank.sdpa_softmax_over_queries,
-                "your softmax runs down the columns: normalise over the keys, dim=-1, so each query's weights sum to 1"),
-        Mistake("no scaling", bank.sdpa_unscaled,
-                "you forgot to divide the scores by the square root of d_head before the softmax"),
-        Mistake("weights only", bank.sdpa_weights_only,
-                "you returned the attention weights: multiply them by v to get the output"),
-        Mistake("scaled after the softmax", bank.sdpa_scaled_after_softmax,
-                "the scale belongs to the scores, before the softmax: scaling afterwards only shrinks the output"),
+        Mistake(
+            "softmax over queries",
+            bank.sdpa_softmax_over_queries,
+            "your softmax runs down the columns: normalise over the keys, dim=-1, so each query's weights sum to 1",
+        ),
+        Mistake(
+            "no scaling",
+            bank.sdpa_unscaled,
+            "you forgot to divide the scores by the square root of d_head before the softmax",
+        ),
+        Mistake(
+            "weights only",
+            bank.sdpa_weights_only,
+            "you returned the attention weights: multiply them by v to get the output",
+        ),
+        Mistake(
+            "scaled after the softmax",
+            bank.sdpa_scaled_after_softmax,
+            "the scale belongs to the scores, before the softmax: scaling afterwards only shrinks the output",
+        ),
     ],
     alternatives=[
         Alternative("divide by torch.sqrt(torch.tensor(d))", bank.sdpa_torch_sqrt),
@@ -131,11 +167,19 @@ class AttentionHead(_ReferenceHead):
 def _head_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     cases = []
-    for label, d_model, d_head, x_shape in (("d_model = 4, d_head = 2, 3 positions", 4, 2, (3, 4)),
-                                            ("d_model = 16, d_head = 4, batch 2 × 5 positions", 16, 4, (2, 5, 16))):
-        weights = {name: torch.randn(*shape, generator=gen) / math.sqrt(shape[0])
-                   for name, shape in (("W_Q", (d_model, d_head)), ("W_K", (d_model, d_head)),
-                                       ("W_V", (d_model, d_head)), ("W_O", (d_head, d_model)))}
+    for label, d_model, d_head, x_shape in (
+        ("d_model = 4, d_head = 2, 3 positions", 4, 2, (3, 4)),
+        ("d_model = 16, d_head = 4, batch 2 × 5 positions", 16, 4, (2, 5, 16)),
+    ):
+        weights = {
+            name: torch.randn(*shape, generator=gen) / math.sqrt(shape[0])
+            for name, shape in (
+                ("W_Q", (d_model, d_head)),
+                ("W_K", (d_model, d_head)),
+                ("W_V", (d_model, d_head)),
+                ("W_O", (d_head, d_model)),
+            )
+        }
         cases.append(Case(label, (d_model, d_head, 2 * torch.randn(*x_shape, generator=gen), weights)))
     return cases
 
@@ -152,8 +196,10 @@ def _run_head(cls, case: Case):
             if not isinstance(param, torch.Tensor):
                 raise AttributeError(f"the module needs a parameter self.{name} of shape {tuple(value.shape)}")
             if tuple(param.shape) != tuple(value.shape):
-                raise ValueError(f"self.{name} should have shape {tuple(value.shape)} (rows are d_model for W_Q, W_K, "
-                                 f"W_V: x @ W_Q), got {tuple(param.shape)}")
+                raise ValueError(
+                    f"self.{name} should have shape {tuple(value.shape)} (rows are d_model for W_Q, W_K, "
+                    f"W_V: x @ W_Q), got {tuple(param.shape)}"
+                )
             param.copy_(value)
         return module(x)
 
@@ -165,14 +211,26 @@ ATTENTION_HEAD = Exercise(
     run=_run_head,
     wants_class=True,
     mistakes=[
-        Mistake("no scaling", bank.HeadUnscaled,
-                "the scores are not scaled: divide q·k by the square root of d_head before the softmax"),
-        Mistake("keys made with W_Q", bank.HeadKeysFromW_Q,
-                "your keys equal your queries: build keys with self.W_K, not self.W_Q"),
-        Mistake("no W_O", bank.HeadNoW_O,
-                "you stopped at the attention output (d_head wide): multiply by self.W_O to get back to d_model"),
-        Mistake("softmax over queries", bank.HeadSoftmaxOverQueries,
-                "your softmax runs over the queries: each query's weights over the keys (the last dim) must sum to 1"),
+        Mistake(
+            "no scaling",
+            bank.HeadUnscaled,
+            "the scores are not scaled: divide q·k by the square root of d_head before the softmax",
+        ),
+        Mistake(
+            "keys made with W_Q",
+            bank.HeadKeysFromW_Q,
+            "your keys equal your queries: build keys with self.W_K, not self.W_Q",
+        ),
+        Mistake(
+            "no W_O",
+            bank.HeadNoW_O,
+            "you stopped at the attention output (d_head wide): multiply by self.W_O to get back to d_model",
+        ),
+        Mistake(
+            "softmax over queries",
+            bank.HeadSoftmaxOverQueries,
+            "your softmax runs over the queries: each query's weights over the keys (the last dim) must sum to 1",
+        ),
     ],
     alternatives=[
         Alternative("einsum", bank.HeadEinsum),

@@ -72,13 +72,18 @@ def _compare_tensors(expected: torch.Tensor, got: torch.Tensor, where: str, tol)
             index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
             rel = (diff / exp64.abs()).nan_to_num(0.0, posinf=0.0)
             e, g = distinct_digits(exp64[index].item(), got64[index].item())
-            return (f"values differ from the reference{where}: at index {index} expected {e}, got {g} "
-                    f"(largest absolute error {diff.max().item():.2g}, largest relative error "
-                    f"{rel.max().item():.2g}; {_allowed((rtol, atol))})")
+            return (
+                f"values differ from the reference{where}: at index {index} expected {e}, got {g} "
+                f"(largest absolute error {diff.max().item():.2g}, largest relative error "
+                f"{rel.max().item():.2g}; {_allowed((rtol, atol))})"
+            )
         return None
     if got.dtype != expected.dtype and got.is_floating_point():
-        if expected.dtype != torch.bool and torch.equal(got.cpu(), got.cpu().round()) and torch.equal(
-                got.cpu().to(expected.dtype), expected.cpu()):
+        if (
+            expected.dtype != torch.bool
+            and torch.equal(got.cpu(), got.cpu().round())
+            and torch.equal(got.cpu().to(expected.dtype), expected.cpu())
+        ):
             return None  # whole numbers stored as floats (a float one-hot, float counts) are the same answer
         return f"expected dtype {expected.dtype}{where}, got {got.dtype}"
     if not torch.equal(got.cpu().to(expected.dtype), expected.cpu()):
@@ -157,7 +162,9 @@ def describe_mismatch(expected: Any, got: Any, where: str = "", tol=None) -> str
             return f"expected a dict{where}, got {_kind(got)}"
         missing = [k for k in expected if k not in got]
         if missing:
-            return f"missing key {missing[0]!r}{where}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+            return f"missing key {missing[0]!r}{where}" + (
+                f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+            )
         extra = [k for k in got if k not in expected]
         if extra:
             return f"unexpected key {extra[0]!r}{where}" + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")

@@ -99,22 +99,38 @@ class Verdict:
 
 # Common exceptions in student code, and what usually fixes them (first match wins).
 ERROR_HINTS: tuple[tuple[str, str], ...] = (
-    (r"view size is not compatible|not compatible with input tensor's size and stride",
-     "`.view` needs contiguous memory (a transposed tensor is not): use `.reshape(...)` instead"),
-    (r"mat1 and mat2 shapes cannot be multiplied|size mismatch|shapes cannot be multiplied",
-     "the shapes do not line up for this matrix product: print each operand's `.shape`; is a transpose missing?"),
-    (r"must match the size of tensor|The size of tensor a|cannot broadcast|not broadcastable",
-     "two shapes do not broadcast: print the `.shape` of each operand (keepdim=True keeps a reduced axis)"),
-    (r"expected scalar type|expected m1 and m2 to have the same dtype|dtype",
-     "two tensors have different dtypes: build new tensors with the input's dtype (dtype=x.dtype)"),
-    (r"Expected all tensors to be on the same device|on the same device",
-     "tensors are on different devices: create new tensors with device=x.device"),
-    (r"Dimension out of range|dimension out of range|out of range \(expected to be in range",
-     "a `dim` index is out of range: count the input's dimensions (x.ndim); negative dims count from the end"),
-    (r"is not defined",
-     "a name is not defined inside your function: define it there, or pass it in (a variable from another cell may not exist)"),
-    (r"does not require grad|element 0 of tensors does not require grad",
-     "the tensor you differentiate was detached from the graph: keep the computation in torch, no `.item()` or `.detach()`"),
+    (
+        r"view size is not compatible|not compatible with input tensor's size and stride",
+        "`.view` needs contiguous memory (a transposed tensor is not): use `.reshape(...)` instead",
+    ),
+    (
+        r"mat1 and mat2 shapes cannot be multiplied|size mismatch|shapes cannot be multiplied",
+        "the shapes do not line up for this matrix product: print each operand's `.shape`; is a transpose missing?",
+    ),
+    (
+        r"must match the size of tensor|The size of tensor a|cannot broadcast|not broadcastable",
+        "two shapes do not broadcast: print the `.shape` of each operand (keepdim=True keeps a reduced axis)",
+    ),
+    (
+        r"expected scalar type|expected m1 and m2 to have the same dtype|dtype",
+        "two tensors have different dtypes: build new tensors with the input's dtype (dtype=x.dtype)",
+    ),
+    (
+        r"Expected all tensors to be on the same device|on the same device",
+        "tensors are on different devices: create new tensors with device=x.device",
+    ),
+    (
+        r"Dimension out of range|dimension out of range|out of range \(expected to be in range",
+        "a `dim` index is out of range: count the input's dimensions (x.ndim); negative dims count from the end",
+    ),
+    (
+        r"is not defined",
+        "a name is not defined inside your function: define it there, or pass it in (a variable from another cell may not exist)",
+    ),
+    (
+        r"does not require grad|element 0 of tensors does not require grad",
+        "the tensor you differentiate was detached from the graph: keep the computation in torch, no `.item()` or `.detach()`",
+    ),
 )
 
 _STDLIB_DIR = os.path.dirname(os.path.abspath(inspect.__file__))
@@ -138,8 +154,11 @@ def student_line(tb) -> tuple[int | None, str | None]:
     found: tuple[int | None, str | None] = (None, None)
     while tb is not None:
         filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
-        library = ("site-packages" in filename or filename.startswith((_STDLIB_DIR, _COURSE_DIR))
-                   or filename.startswith("<frozen"))
+        library = (
+            "site-packages" in filename
+            or filename.startswith((_STDLIB_DIR, _COURSE_DIR))
+            or filename.startswith("<frozen")
+        )
         if not library:
             found = (tb.tb_lineno, tb.tb_frame.f_code.co_name)
         tb = tb.tb_next
@@ -163,14 +182,19 @@ class Outcome:
             return cls(value=call())
         except Exception as exc:  # the student's code may raise anything
             line, function = student_line(exc.__traceback__)
-            return cls(error_type=type(exc).__name__, error_message=_short(str(exc)),
-                       error_line=line, error_function=function)
+            return cls(
+                error_type=type(exc).__name__, error_message=_short(str(exc)), error_line=line, error_function=function
+            )
 
     def describe_error(self) -> str:
         """One line: ``raised ValueError in `f`, line 3: boom — hint: ...``."""
         where = ""
         if self.error_line is not None:
-            where = f" in `{self.error_function}`, line {self.error_line} of its cell" if self.error_function else f" at line {self.error_line}"
+            where = (
+                f" in `{self.error_function}`, line {self.error_line} of its cell"
+                if self.error_function
+                else f" at line {self.error_line}"
+            )
         hint = error_hint(self.error_message)
         return f"raised {self.error_type}{where}: {self.error_message}" + (f" — hint: {hint}" if hint else "")
 
@@ -339,8 +363,10 @@ class Exercise:
             outcome = Outcome.capture(lambda: self.run(impl, student_case))
             changed = changed_inputs(case, student_case, names)
             if changed:
-                notes.append(f"your function changed its input {', '.join(f'`{c}`' for c in changed)} in place; "
-                             "the check gave it a copy, but callers usually expect inputs to stay as they were")
+                notes.append(
+                    f"your function changed its input {', '.join(f'`{c}`' for c in changed)} in place; "
+                    "the check gave it a copy, but callers usually expect inputs to stay as they were"
+                )
             status, message = self.judge(case, outcome, expected, have_expected=True)
             results.append((status, message))
             if status != PASSED:

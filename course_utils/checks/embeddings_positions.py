@@ -42,15 +42,29 @@ EMBEDDING_LOOKUP = Exercise(
     reference=embedding_lookup,
     cases=_lookup_cases,
     tolerance="exact",
-    properties=[Property("one row per id", lambda case, out: tuple(out.shape) == (*case.args[0].shape, case.args[1].shape[1]),
-                         "the output should have shape (*token_ids.shape, d_model): one row of W_E per id")],
+    properties=[
+        Property(
+            "one row per id",
+            lambda case, out: tuple(out.shape) == (*case.args[0].shape, case.args[1].shape[1]),
+            "the output should have shape (*token_ids.shape, d_model): one row of W_E per id",
+        )
+    ],
     mistakes=[
-        Mistake("reads columns", bank.lookup_columns,
-                "you read columns of W_E: in this course W_E is (d_vocab, d_model), so a token id picks a ROW"),
-        Mistake("one-based ids", bank.lookup_one_based,
-                "you shifted the ids by one: ids start at 0, so id 0 is row 0 of W_E"),
-        Mistake("unique ids", bank.lookup_unique,
-                "you dropped repeated ids or reordered them: every token gets its row, in order, repeats included"),
+        Mistake(
+            "reads columns",
+            bank.lookup_columns,
+            "you read columns of W_E: in this course W_E is (d_vocab, d_model), so a token id picks a ROW",
+        ),
+        Mistake(
+            "one-based ids",
+            bank.lookup_one_based,
+            "you shifted the ids by one: ids start at 0, so id 0 is row 0 of W_E",
+        ),
+        Mistake(
+            "unique ids",
+            bank.lookup_unique,
+            "you dropped repeated ids or reordered them: every token gets its row, in order, repeats included",
+        ),
     ],
     alternatives=[
         Alternative("F.embedding", bank.lookup_f_embedding),
@@ -74,28 +88,50 @@ def sinusoidal_encoding(n_ctx, d_model):
 
 
 def _sinusoidal_cases(seed: int) -> list[Case]:
-    return [Case("n_ctx = 4, d_model = 4 (the worked table)", (4, 4)),
-            Case(f"n_ctx = {10 + seed}, d_model = 8", (10 + seed, 8)),
-            Case("n_ctx = 50, d_model = 64", (50, 64))]
+    return [
+        Case("n_ctx = 4, d_model = 4 (the worked table)", (4, 4)),
+        Case(f"n_ctx = {10 + seed}, d_model = 8", (10 + seed, 8)),
+        Case("n_ctx = 50, d_model = 64", (50, 64)),
+    ]
 
 
 SINUSOIDAL_ENCODING = Exercise(
     name="sinusoidal_encoding",
     reference=sinusoidal_encoding,
     cases=_sinusoidal_cases,
-    properties=[Property("values in [-1, 1]", lambda case, out: bool((torch.as_tensor(out).abs() <= 1 + 1e-6).all()),
-                         "every entry is a sine or cosine, so it must lie in [-1, 1]")],
+    properties=[
+        Property(
+            "values in [-1, 1]",
+            lambda case, out: bool((torch.as_tensor(out).abs() <= 1 + 1e-6).all()),
+            "every entry is a sine or cosine, so it must lie in [-1, 1]",
+        )
+    ],
     mistakes=[
-        Mistake("sin and cos swapped", bank.sin_cos_swapped,
-                "sine and cosine are swapped: even dimensions (0, 2, ...) hold the sine, odd ones the cosine"),
-        Mistake("exponent per dimension", bank.exponent_per_dimension,
-                "each sine/cosine PAIR shares one wavelength: the exponent is 2i/d_model with i the pair index, not the dimension index"),
-        Mistake("halves", bank.halves_not_interleaved,
-                "you put all the sines first and all the cosines after: this exercise interleaves them (sin, cos, sin, cos, ...)"),
-        Mistake("positions from 1", bank.positions_from_one,
-                "positions start at 0: row 0 of the table is sin(0) = 0 and cos(0) = 1"),
-        Mistake("multiplies by the divisor", bank.multiplies_by_the_divisor,
-                "the angle is pos DIVIDED by 10000^(2i/d_model): later pairs must turn more slowly, not faster"),
+        Mistake(
+            "sin and cos swapped",
+            bank.sin_cos_swapped,
+            "sine and cosine are swapped: even dimensions (0, 2, ...) hold the sine, odd ones the cosine",
+        ),
+        Mistake(
+            "exponent per dimension",
+            bank.exponent_per_dimension,
+            "each sine/cosine PAIR shares one wavelength: the exponent is 2i/d_model with i the pair index, not the dimension index",
+        ),
+        Mistake(
+            "halves",
+            bank.halves_not_interleaved,
+            "you put all the sines first and all the cosines after: this exercise interleaves them (sin, cos, sin, cos, ...)",
+        ),
+        Mistake(
+            "positions from 1",
+            bank.positions_from_one,
+            "positions start at 0: row 0 of the table is sin(0) = 0 and cos(0) = 1",
+        ),
+        Mistake(
+            "multiplies by the divisor",
+            bank.multiplies_by_the_divisor,
+            "the angle is pos DIVIDED by 10000^(2i/d_model): later pairs must turn more slowly, not faster",
+        ),
     ],
     alternatives=[
         Alternative("float32 throughout, pos / 10000 ** (2i / d)", bank.sinusoidal_float32_power),
@@ -131,24 +167,43 @@ def _rope_cases(seed: int) -> list[Case]:
 
 def _keeps_length(case: Case, out) -> bool:
     x = case.args[0]
-    return bool(torch.allclose(torch.as_tensor(out).double().norm(dim=-1), x.double().norm(dim=-1), rtol=1e-4, atol=1e-5))
+    return bool(
+        torch.allclose(torch.as_tensor(out).double().norm(dim=-1), x.double().norm(dim=-1), rtol=1e-4, atol=1e-5)
+    )
 
 
 ROPE_ROTATE = Exercise(
     name="rope_rotate",
     reference=rope_rotate,
     cases=_rope_cases,
-    properties=[Property("keeps each row's length", _keeps_length,
-                         "a rotation never changes a vector's length: check your cos/sin pairing")],
+    properties=[
+        Property(
+            "keeps each row's length",
+            _keeps_length,
+            "a rotation never changes a vector's length: check your cos/sin pairing",
+        )
+    ],
     mistakes=[
-        Mistake("rotates backwards", bank.rope_backwards,
-                "you rotate clockwise: the new pair is (a·cos − b·sin, a·sin + b·cos) for angle pos × frequency"),
-        Mistake("one frequency", bank.rope_one_frequency,
-                "every pair turns at the same speed: pair i turns at 1 / 10000^(2i/d_head) radians per position"),
-        Mistake("half-split pairs", bank.rope_halves,
-                "you paired dimension i with i + d_head/2 (the Llama layout): this exercise pairs neighbours, (0, 1), (2, 3), ..."),
-        Mistake("exponent i/d_head", bank.rope_exponent_without_two,
-                "the exponent is 2i/d_head (i the pair index, so it runs over 0, 2, 4, ... / d_head), not i/d_head"),
+        Mistake(
+            "rotates backwards",
+            bank.rope_backwards,
+            "you rotate clockwise: the new pair is (a·cos − b·sin, a·sin + b·cos) for angle pos × frequency",
+        ),
+        Mistake(
+            "one frequency",
+            bank.rope_one_frequency,
+            "every pair turns at the same speed: pair i turns at 1 / 10000^(2i/d_head) radians per position",
+        ),
+        Mistake(
+            "half-split pairs",
+            bank.rope_halves,
+            "you paired dimension i with i + d_head/2 (the Llama layout): this exercise pairs neighbours, (0, 1), (2, 3), ...",
+        ),
+        Mistake(
+            "exponent i/d_head",
+            bank.rope_exponent_without_two,
+            "the exponent is 2i/d_head (i the pair index, so it runs over 0, 2, 4, ... / d_head), not i/d_head",
+        ),
     ],
     alternatives=[
         Alternative("float32 angles", bank.rope_float32_angles),

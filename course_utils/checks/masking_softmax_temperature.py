@@ -42,19 +42,33 @@ CAUSAL_MASK = Exercise(
     reference=causal_mask,
     cases=_mask_cases,
     mistakes=[
-        Mistake("0/1 floats", lambda n: torch.ones(n, n).tril(),
-                "return a torch.bool mask (True = may attend), not 0/1 floats: ask for dtype=torch.bool when you build it"),
-        Mistake("diagonal excluded", lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),
-                "a token may attend to itself: keep the diagonal (tril(), not tril(-1))"),
-        Mistake("inverted", lambda n: torch.ones(n, n, dtype=torch.bool).triu(1),
-                "your mask is inverted (True marks the blocked future keys): here True means *may attend*"),
-        Mistake("upper triangle", lambda n: torch.ones(n, n, dtype=torch.bool).triu(),
-                "rows are queries and columns keys: query i may see keys 0..i, the lower triangle (tril), not the upper"),
+        Mistake(
+            "0/1 floats",
+            lambda n: torch.ones(n, n).tril(),
+            "return a torch.bool mask (True = may attend), not 0/1 floats: ask for dtype=torch.bool when you build it",
+        ),
+        Mistake(
+            "diagonal excluded",
+            lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),
+            "a token may attend to itself: keep the diagonal (tril(), not tril(-1))",
+        ),
+        Mistake(
+            "inverted",
+            lambda n: torch.ones(n, n, dtype=torch.bool).triu(1),
+            "your mask is inverted (True marks the blocked future keys): here True means *may attend*",
+        ),
+        Mistake(
+            "upper triangle",
+            lambda n: torch.ones(n, n, dtype=torch.bool).triu(),
+            "rows are queries and columns keys: query i may see keys 0..i, the lower triangle (tril), not the upper",
+        ),
     ],
     alternatives=banks.CAUSAL_MASK_ALTERNATIVES,
-    hints=["Row i is the query and column j the key. Which cells (i, j) may a token look at without seeing the future?",
-           "Query i may see keys 0 to i, itself included: that is the lower triangle with its diagonal. Start from an "
-           "n × n tensor of True values and keep only that triangle; torch has a function named after it."],
+    hints=[
+        "Row i is the query and column j the key. Which cells (i, j) may a token look at without seeing the future?",
+        "Query i may see keys 0 to i, itself included: that is the lower triangle with its diagonal. Start from an "
+        "n × n tensor of True values and keep only that triangle; torch has a function named after it.",
+    ],
     tolerance="exact",
 )
 
@@ -73,7 +87,10 @@ def _masked_cases(seed: int) -> list[Case]:
     big = torch.tensor([[10_000.0, -10_000.0, 9_999.0], [3.0, 2.0, 1.0]], dtype=F64)
     return [
         Case("4×4 scores, causal mask", (torch.randn(4, 4, generator=gen, dtype=F64), masking.causal_mask(4))),
-        Case("(2, 3, 5) scores, a random mask with one fully masked row", (torch.randn(2, 3, 5, generator=gen, dtype=F64), random_mask)),
+        Case(
+            "(2, 3, 5) scores, a random mask with one fully masked row",
+            (torch.randn(2, 3, 5, generator=gen, dtype=F64), random_mask),
+        ),
         Case("scores of ±10,000", (big, torch.tensor([[True, True, False], [True, False, True]]))),
     ]
 
@@ -88,24 +105,41 @@ MASKED_SOFTMAX = Exercise(
     cases=_masked_cases,
     properties=[Property("no NaN", _no_nan, "your output contains NaN: a fully masked row must come back as zeros")],
     mistakes=[
-        Mistake("softmax then zero", lambda s, m: softmax(s) * m,
-                "you zeroed the masked weights after the softmax without renormalising: mask the scores to -inf *before* the softmax"),
-        Mistake("fill with 0", lambda s, m: softmax(s.masked_fill(~m, 0.0)),
-                "masked scores were set to 0, which still gets weight e^0: set them to -inf"),
-        Mistake("inverted", lambda s, m: masked_softmax(s, ~m),
-                "your mask is inverted: True means the query *may* attend to that key"),
-        Mistake("NaN on empty rows", _fill_inf_torch_softmax,
-                "a row with every key masked gives 0/0 = NaN: return zeros for such rows (e.g. torch.where on mask.any(-1))"),
-        Mistake("large negative instead of -inf, empty rows uniform", banks.masked_fill_large_negative,
-                "filling blocked scores with a big negative number gives a fully masked row a uniform spread instead of "
-                "zeros: such a row must come back as all zeros"),
+        Mistake(
+            "softmax then zero",
+            lambda s, m: softmax(s) * m,
+            "you zeroed the masked weights after the softmax without renormalising: mask the scores to -inf *before* the softmax",
+        ),
+        Mistake(
+            "fill with 0",
+            lambda s, m: softmax(s.masked_fill(~m, 0.0)),
+            "masked scores were set to 0, which still gets weight e^0: set them to -inf",
+        ),
+        Mistake(
+            "inverted",
+            lambda s, m: masked_softmax(s, ~m),
+            "your mask is inverted: True means the query *may* attend to that key",
+        ),
+        Mistake(
+            "NaN on empty rows",
+            _fill_inf_torch_softmax,
+            "a row with every key masked gives 0/0 = NaN: return zeros for such rows (e.g. torch.where on mask.any(-1))",
+        ),
+        Mistake(
+            "large negative instead of -inf, empty rows uniform",
+            banks.masked_fill_large_negative,
+            "filling blocked scores with a big negative number gives a fully masked row a uniform spread instead of "
+            "zeros: such a row must come back as all zeros",
+        ),
     ],
     alternatives=banks.MASKED_SOFTMAX_ALTERNATIVES,
-    hints=["Blocked keys must end with weight exactly 0 and the allowed ones must share all the weight. What score makes "
-           "e^score zero? Then think about a row where every score is that value.",
-           "Replace blocked scores by minus infinity, shift each row by its largest score (but use 0 as the shift "
-           "where that largest score is minus infinity), exponentiate, and divide by the row total only where the total "
-           "is positive; elsewhere return 0."],
+    hints=[
+        "Blocked keys must end with weight exactly 0 and the allowed ones must share all the weight. What score makes "
+        "e^score zero? Then think about a row where every score is that value.",
+        "Replace blocked scores by minus infinity, shift each row by its largest score (but use 0 as the shift "
+        "where that largest score is minus infinity), exponentiate, and divide by the row total only where the total "
+        "is positive; elsewhere return 0.",
+    ],
 )
 
 
@@ -122,7 +156,10 @@ def _temperature_cases(seed: int) -> list[Case]:
         Case("3 rows of 10 logits at T=2", (torch.randn(3, 10, generator=gen, dtype=F64), 2.0)),
         Case("CAT/DOG/IS/LOVELY logits at T=0.01", (WORKED_LOGITS.clone(), 0.01)),
         Case("T=0 (greedy)", (torch.tensor([[1.0, 3.0, 2.0], [4.0, 0.5, 1.0]]), 0.0)),
-        Case("T=0 with tied largest logits (the first one wins)", (torch.tensor([[2.0, 5.0, 5.0, 1.0], [7.0, 7.0, 7.0, 0.0]]), 0.0)),
+        Case(
+            "T=0 with tied largest logits (the first one wins)",
+            (torch.tensor([[2.0, 5.0, 5.0, 1.0], [7.0, 7.0, 7.0, 0.0]]), 0.0),
+        ),
     ]
 
 
@@ -141,24 +178,43 @@ TEMPERATURE = Exercise(
     name="softmax_with_temperature",
     reference=softmax_with_temperature,
     cases=_temperature_cases,
-    properties=[Property("no NaN", _no_nan, "your output contains NaN: subtract the maximum, and treat T = 0 as greedy")],
+    properties=[
+        Property("no NaN", _no_nan, "your output contains NaN: subtract the maximum, and treat T = 0 as greedy")
+    ],
     mistakes=[
-        Mistake("multiplies by T", _times_temperature,
-                "divide the logits by T (a small T must sharpen the distribution), don't multiply"),
-        Mistake("no max shift", _no_shift,
-                "exp(logits / T) overflows for small T (6.2 / 0.01 = 620): subtract the row maximum before exponentiating"),
-        Mistake("divides by zero", lambda logits, t: softmax(logits / t),
-                "T = 0 cannot be divided by: handle it as its own case, a one-hot distribution on the largest logit (greedy)"),
-        Mistake("one-hot on every tied maximum", banks.greedy_all_ties,
-                "with tied largest logits the rule is: the one-hot goes to the FIRST of them (lowest index, as torch.argmax picks), "
-                "and the row still sums to 1"),
-        Mistake("ties split evenly", banks.greedy_split_ties,
-                "at T = 0 the answer is one-hot, even with ties: put all the weight on the first of the tied largest logits"),
+        Mistake(
+            "multiplies by T",
+            _times_temperature,
+            "divide the logits by T (a small T must sharpen the distribution), don't multiply",
+        ),
+        Mistake(
+            "no max shift",
+            _no_shift,
+            "exp(logits / T) overflows for small T (6.2 / 0.01 = 620): subtract the row maximum before exponentiating",
+        ),
+        Mistake(
+            "divides by zero",
+            lambda logits, t: softmax(logits / t),
+            "T = 0 cannot be divided by: handle it as its own case, a one-hot distribution on the largest logit (greedy)",
+        ),
+        Mistake(
+            "one-hot on every tied maximum",
+            banks.greedy_all_ties,
+            "with tied largest logits the rule is: the one-hot goes to the FIRST of them (lowest index, as torch.argmax picks), "
+            "and the row still sums to 1",
+        ),
+        Mistake(
+            "ties split evenly",
+            banks.greedy_split_ties,
+            "at T = 0 the answer is one-hot, even with ties: put all the weight on the first of the tied largest logits",
+        ),
     ],
     alternatives=banks.TEMPERATURE_ALTERNATIVES,
-    hints=["Two separate cases: T = 0, where the formula cannot be used, and T > 0, where it can but e^(z/T) may overflow.",
-           "For T > 0, subtract each row's largest logit before dividing by T, so every exponent is at most 0. For T = 0, "
-           "build a row of zeros with a single 1 at the position of the largest logit (the first one if several tie)."],
+    hints=[
+        "Two separate cases: T = 0, where the formula cannot be used, and T > 0, where it can but e^(z/T) may overflow.",
+        "For T > 0, subtract each row's largest logit before dividing by T, so every exponent is at most 0. For T = 0, "
+        "build a row of zeros with a single 1 at the position of the largest logit (the first one if several tie).",
+    ],
 )
 
 
@@ -178,7 +234,10 @@ def _filter_cases(seed: int) -> list[Case]:
     return [
         Case("CAT/DOG/IS/LOVELY, top_k=2", (worked, 2, None)),
         Case("10 tokens, top_p=0.8", (softmax(2 * torch.randn(10, generator=gen, dtype=F64)), None, 0.8)),
-        Case("3 rows of 12 tokens, top_k=6 then top_p=0.7", (softmax(torch.randn(3, 12, generator=gen, dtype=F64)), 6, 0.7)),
+        Case(
+            "3 rows of 12 tokens, top_k=6 then top_p=0.7",
+            (softmax(torch.randn(3, 12, generator=gen, dtype=F64)), 6, 0.7),
+        ),
         Case("top token alone exceeds top_p=0.5", (worked, None, 0.5)),
     ]
 
@@ -216,21 +275,36 @@ TOP_K_TOP_P = Exercise(
     name="top_k_top_p_filter",
     reference=top_k_top_p_filter,
     cases=_filter_cases,
-    properties=[Property("rows sum to 1", _rows_sum_to_one, "each row should sum to 1 after filtering: renormalise what you keep")],
+    properties=[
+        Property(
+            "rows sum to 1", _rows_sum_to_one, "each row should sum to 1 after filtering: renormalise what you keep"
+        )
+    ],
     mistakes=[
-        Mistake("no renormalisation", _no_renormalise,
-                "you zeroed the filtered tokens but did not renormalise: divide the kept probabilities by their sum"),
-        Mistake("drops the crossing token", _drops_crossing_token,
-                "top-p keeps the token that takes the total past p (keep a token while the mass *before* it is < p), so the top token always survives"),
-        Mistake("top-p on the unrenormalised mass", _top_p_on_original,
-                "after top-k, renormalise before applying top-p: p is a share of the mass that top-k left"),
+        Mistake(
+            "no renormalisation",
+            _no_renormalise,
+            "you zeroed the filtered tokens but did not renormalise: divide the kept probabilities by their sum",
+        ),
+        Mistake(
+            "drops the crossing token",
+            _drops_crossing_token,
+            "top-p keeps the token that takes the total past p (keep a token while the mass *before* it is < p), so the top token always survives",
+        ),
+        Mistake(
+            "top-p on the unrenormalised mass",
+            _top_p_on_original,
+            "after top-k, renormalise before applying top-p: p is a share of the mass that top-k left",
+        ),
     ],
     alternatives=banks.TOP_K_TOP_P_ALTERNATIVES,
-    hints=["Do it in three steps: keep the k largest and renormalise; then, in descending order, keep tokens until the "
-           "running total reaches p; renormalise again.",
-           "For top-p, sort each row in descending order; the mass *before* a token is its running total minus itself. "
-           "Keep the tokens whose mass before is below p, then put the keep flags back in the original order "
-           "(scatter with the sort's indices)."],
+    hints=[
+        "Do it in three steps: keep the k largest and renormalise; then, in descending order, keep tokens until the "
+        "running total reaches p; renormalise again.",
+        "For top-p, sort each row in descending order; the mass *before* a token is its running total minus itself. "
+        "Keep the tokens whose mass before is below p, then put the keep flags back in the original order "
+        "(scatter with the sort's indices).",
+    ],
 )
 
 
@@ -245,8 +319,14 @@ def _cross_entropy_cases(seed: int) -> list[Case]:
     big = 400 * torch.randn(4, 7, generator=gen, dtype=F64)
     big[:, 2] = 1000.0  # e^1000 overflows even float64
     return [
-        Case("the worked example: CAT/DOG/IS/LOVELY logits, the next token is CAT", (WORKED_LOGITS[None].double(), torch.tensor([0]))),
-        Case("5 positions, 10 tokens", (torch.randn(5, 10, generator=gen, dtype=F64), torch.randint(0, 10, (5,), generator=gen))),
+        Case(
+            "the worked example: CAT/DOG/IS/LOVELY logits, the next token is CAT",
+            (WORKED_LOGITS[None].double(), torch.tensor([0])),
+        ),
+        Case(
+            "5 positions, 10 tokens",
+            (torch.randn(5, 10, generator=gen, dtype=F64), torch.randint(0, 10, (5,), generator=gen)),
+        ),
         Case("logits in the hundreds (a naive exp overflows)", (big, torch.randint(0, 7, (4,), generator=gen))),
     ]
 
@@ -256,23 +336,34 @@ CROSS_ENTROPY = Exercise(
     reference=cross_entropy,
     cases=_cross_entropy_cases,
     mistakes=[
-        Mistake("log of the softmax of huge logits", banks.ce_naive,
-                "your result is inf or NaN for large logits: exp overflows. Use -ln p_t = log-sum-exp(logits) - logit_t, "
-                "with the row maximum shifted out of the sum"),
-        Mistake("sum instead of mean", banks.ce_sum,
-                "the loss of a batch is the mean over its positions, not the sum"),
-        Mistake("no minus sign", banks.ce_no_minus,
-                "the loss is MINUS the log-probability (log-probabilities are negative, a loss is not)"),
-        Mistake("log base 2", banks.ce_log2,
-                "use the natural logarithm (nats), as PyTorch does, not log base 2 (bits)"),
-        Mistake("softmax over positions", banks.ce_wrong_dim,
-                "the softmax runs over the vocabulary (the last axis, one distribution per position), not over positions"),
+        Mistake(
+            "log of the softmax of huge logits",
+            banks.ce_naive,
+            "your result is inf or NaN for large logits: exp overflows. Use -ln p_t = log-sum-exp(logits) - logit_t, "
+            "with the row maximum shifted out of the sum",
+        ),
+        Mistake("sum instead of mean", banks.ce_sum, "the loss of a batch is the mean over its positions, not the sum"),
+        Mistake(
+            "no minus sign",
+            banks.ce_no_minus,
+            "the loss is MINUS the log-probability (log-probabilities are negative, a loss is not)",
+        ),
+        Mistake(
+            "log base 2", banks.ce_log2, "use the natural logarithm (nats), as PyTorch does, not log base 2 (bits)"
+        ),
+        Mistake(
+            "softmax over positions",
+            banks.ce_wrong_dim,
+            "the softmax runs over the vocabulary (the last axis, one distribution per position), not over positions",
+        ),
     ],
     alternatives=banks.CROSS_ENTROPY_ALTERNATIVES,
-    hints=["The loss of one position is minus the log of the probability the right token gets. Write that probability's "
-           "log without ever computing a huge exponential.",
-           "ln p_t = logit_t - ln(sum over j of e^logit_j). Compute the log of the sum stably by taking the row maximum m "
-           "out: ln(sum e^z_j) = m + ln(sum e^(z_j - m)). Pick logit_t with gather (or indexing), then average over rows."],
+    hints=[
+        "The loss of one position is minus the log of the probability the right token gets. Write that probability's "
+        "log without ever computing a huge exponential.",
+        "ln p_t = logit_t - ln(sum over j of e^logit_j). Compute the log of the sum stably by taking the row maximum m "
+        "out: ln(sum e^z_j) = m + ln(sum e^(z_j - m)). Pick logit_t with gather (or indexing), then average over rows.",
+    ],
 )
 
 EXERCISES = {ex.name: ex for ex in (CAUSAL_MASK, MASKED_SOFTMAX, CROSS_ENTROPY, TEMPERATURE, TOP_K_TOP_P)}

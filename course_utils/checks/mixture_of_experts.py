@@ -9,11 +9,34 @@ import torch
 from course_utils import moe, moe_balancing
 from course_utils.checks.compare import describe_mismatch
 from course_utils.checks._mixture_of_experts_banks import (
-    _alt_ascending_order, _alt_bincount, _alt_dense_combine_matrix, _alt_float32, _alt_float32_histc,
-    _alt_log_softmax_scatter, _alt_masked_float32, _alt_masks_in_place, _alt_mixtral, _alt_per_token_loop, _alt_sort,
-    _detached, _f_first_choice_only, _f_without_k, _first_choice_only, _first_gate_for_every_slot, _no_E,
-    _no_renormalisation, _overwrites, _P_from_top_k_gates, _P_from_top_k_probs, _raw_logits_as_gates,
-    _renormalise_over_all, _smallest_k, _softmax_over_tokens, _unweighted, _with_residual)
+    _alt_ascending_order,
+    _alt_bincount,
+    _alt_dense_combine_matrix,
+    _alt_float32,
+    _alt_float32_histc,
+    _alt_log_softmax_scatter,
+    _alt_masked_float32,
+    _alt_masks_in_place,
+    _alt_mixtral,
+    _alt_per_token_loop,
+    _alt_sort,
+    _detached,
+    _f_first_choice_only,
+    _f_without_k,
+    _first_choice_only,
+    _first_gate_for_every_slot,
+    _no_E,
+    _no_renormalisation,
+    _overwrites,
+    _P_from_top_k_gates,
+    _P_from_top_k_probs,
+    _raw_logits_as_gates,
+    _renormalise_over_all,
+    _smallest_k,
+    _softmax_over_tokens,
+    _unweighted,
+    _with_residual,
+)
 from course_utils.checks.core import Alternative, Case, Exercise, Mistake
 from course_utils.tolerances import teaching_tolerance
 
@@ -42,7 +65,9 @@ def _router_cases(seed: int) -> list[Case]:
 
 def _by_expert(result):
     """(gates, indices) with each row put in increasing expert order, so any order of the k passes."""
-    if not (isinstance(result, (tuple, list)) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)):
+    if not (
+        isinstance(result, (tuple, list)) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)
+    ):
         return result
     gates, indices = result
     if gates.shape != indices.shape or indices.is_floating_point():
@@ -63,17 +88,32 @@ TOP_K_ROUTER = Exercise(
     cases=_router_cases,
     compare=_compare_routes,
     mistakes=[
-        Mistake("no renormalisation", _no_renormalisation,
-                "the k kept probabilities do not sum to 1: divide them by their own sum"),
-        Mistake("raw logits as gates", _raw_logits_as_gates,
-                "your gates are raw logits: turn them into probabilities (softmax) before using them as weights"),
-        Mistake("softmax over tokens", _softmax_over_tokens,
-                "the softmax ran over the tokens axis: each token's probabilities are over the experts (dim=-1)"),
-        Mistake("smallest k", _smallest_k,
-                "you picked the k least likely experts: the router keeps the k largest probabilities"),
-        Mistake("softmax of probabilities", _renormalise_over_all,
-                "a softmax of probabilities is not a renormalisation: divide the kept probabilities by their sum "
-                "(or softmax the kept logits)"),
+        Mistake(
+            "no renormalisation",
+            _no_renormalisation,
+            "the k kept probabilities do not sum to 1: divide them by their own sum",
+        ),
+        Mistake(
+            "raw logits as gates",
+            _raw_logits_as_gates,
+            "your gates are raw logits: turn them into probabilities (softmax) before using them as weights",
+        ),
+        Mistake(
+            "softmax over tokens",
+            _softmax_over_tokens,
+            "the softmax ran over the tokens axis: each token's probabilities are over the experts (dim=-1)",
+        ),
+        Mistake(
+            "smallest k",
+            _smallest_k,
+            "you picked the k least likely experts: the router keeps the k largest probabilities",
+        ),
+        Mistake(
+            "softmax of probabilities",
+            _renormalise_over_all,
+            "a softmax of probabilities is not a renormalisation: divide the kept probabilities by their sum "
+            "(or softmax the kept logits)",
+        ),
     ],
     alternatives=[
         Alternative("softmax over the top-k logits (Mixtral)", _alt_mixtral),
@@ -99,9 +139,11 @@ def dispatch_and_combine(x: torch.Tensor, indices: torch.Tensor, gates: torch.Te
 def _dispatch_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     cases = []
-    for label, tokens, d_model, n_experts, k in (("12 tokens, 4 experts, k=2", 12, 6, 4, 2),
-                                                ("30 tokens, 6 experts, k=2", 30, 8, 6, 2),
-                                                ("10 tokens, 5 experts, k=3", 10, 4, 5, 3)):
+    for label, tokens, d_model, n_experts, k in (
+        ("12 tokens, 4 experts, k=2", 12, 6, 4, 2),
+        ("30 tokens, 6 experts, k=2", 30, 8, 6, 2),
+        ("10 tokens, 5 experts, k=3", 10, 4, 5, 3),
+    ):
         torch.manual_seed(seed * 1000 + tokens)
         experts = [moe.SwiGLU(d_model, 2 * d_model, init_std=0.5).double() for _ in range(n_experts)]
         gates, indices = moe.top_k_gates(_logits(gen, tokens, n_experts), k)
@@ -121,17 +163,32 @@ DISPATCH_AND_COMBINE = Exercise(
     cases=_dispatch_cases,
     run=_run_no_grad,
     mistakes=[
-        Mistake("gates ignored", _unweighted,
-                "each expert's output must be multiplied by its gate before it is added to the token's row"),
-        Mistake("first choice only", _first_choice_only,
-                "only the first expert of each token was used: a token goes through all k of its chosen experts"),
-        Mistake("overwrite instead of add", _overwrites,
-                "a token's second expert overwrote its first: accumulate (+=, index_add_ or index_put_ with "
-                "accumulate=True) instead of assigning"),
-        Mistake("first gate for every slot", _first_gate_for_every_slot,
-                "every slot used the first gate: slot j of token t is weighted by gates[t, j]"),
-        Mistake("residual added", _with_residual,
-                "return only the weighted sum of the experts' outputs: the residual x is added outside the layer"),
+        Mistake(
+            "gates ignored",
+            _unweighted,
+            "each expert's output must be multiplied by its gate before it is added to the token's row",
+        ),
+        Mistake(
+            "first choice only",
+            _first_choice_only,
+            "only the first expert of each token was used: a token goes through all k of its chosen experts",
+        ),
+        Mistake(
+            "overwrite instead of add",
+            _overwrites,
+            "a token's second expert overwrote its first: accumulate (+=, index_add_ or index_put_ with "
+            "accumulate=True) instead of assigning",
+        ),
+        Mistake(
+            "first gate for every slot",
+            _first_gate_for_every_slot,
+            "every slot used the first gate: slot j of token t is weighted by gates[t, j]",
+        ),
+        Mistake(
+            "residual added",
+            _with_residual,
+            "return only the weighted sum of the experts' outputs: the residual x is added outside the layer",
+        ),
     ],
     alternatives=[
         Alternative("a loop over tokens", _alt_per_token_loop),
@@ -190,19 +247,35 @@ LOAD_BALANCING_LOSS = Exercise(
     cases=_loss_cases,
     run=_run_with_gradient,
     mistakes=[
-        Mistake("P from the top-k gates", _P_from_top_k_gates,
-                "Pᵢ must average the router's softmax over all E experts, not the renormalised top-k gates"),
-        Mistake("P from the top-k probabilities", _P_from_top_k_probs,
-                "Pᵢ averages every expert's probability on every token, including the experts a token did not choose"),
-        Mistake("fᵢ without k", _f_without_k,
-                "your fᵢ add up to k: divide the counts by T·k, the number of assignments, so that they add up to 1"),
-        Mistake("detached from the router", _detached,
-                "the value is right but no gradient reaches the router logits: do not .detach(), .item() or "
-                "rebuild the probabilities from NumPy"),
-        Mistake("fᵢ from the first choice only", _f_first_choice_only,
-                "fᵢ counts all k choices of every token, not just its first one"),
-        Mistake("no factor E", _no_E,
-                "multiply by the number of experts E, so that perfectly even routing gives exactly α"),
+        Mistake(
+            "P from the top-k gates",
+            _P_from_top_k_gates,
+            "Pᵢ must average the router's softmax over all E experts, not the renormalised top-k gates",
+        ),
+        Mistake(
+            "P from the top-k probabilities",
+            _P_from_top_k_probs,
+            "Pᵢ averages every expert's probability on every token, including the experts a token did not choose",
+        ),
+        Mistake(
+            "fᵢ without k",
+            _f_without_k,
+            "your fᵢ add up to k: divide the counts by T·k, the number of assignments, so that they add up to 1",
+        ),
+        Mistake(
+            "detached from the router",
+            _detached,
+            "the value is right but no gradient reaches the router logits: do not .detach(), .item() or "
+            "rebuild the probabilities from NumPy",
+        ),
+        Mistake(
+            "fᵢ from the first choice only",
+            _f_first_choice_only,
+            "fᵢ counts all k choices of every token, not just its first one",
+        ),
+        Mistake(
+            "no factor E", _no_E, "multiply by the number of experts E, so that perfectly even routing gives exactly α"
+        ),
     ],
     alternatives=[
         Alternative("bincount and dot", _alt_bincount),

@@ -69,18 +69,29 @@ SPLIT_HEADS = Exercise(
     reference=split_heads,
     cases=_split_cases,
     mistakes=[
-        Mistake("reshape straight to heads", _split_by_reshape_only,
-                "reshaping straight to (batch, head, pos, d_head) mixes positions into heads: reshape to (batch, pos, head, d_head), then transpose(1, 2)"),
-        Mistake("strided columns", _split_strided,
-                "head h owns a contiguous block of columns h*d_head:(h+1)*d_head, not every n_heads-th column: reshape to (batch, pos, n_heads, d_head)"),
-        Mistake("no transpose", _split_no_transpose,
-                "your result is (batch, pos, head, d_head): move the head axis before pos with transpose(1, 2)"),
+        Mistake(
+            "reshape straight to heads",
+            _split_by_reshape_only,
+            "reshaping straight to (batch, head, pos, d_head) mixes positions into heads: reshape to (batch, pos, head, d_head), then transpose(1, 2)",
+        ),
+        Mistake(
+            "strided columns",
+            _split_strided,
+            "head h owns a contiguous block of columns h*d_head:(h+1)*d_head, not every n_heads-th column: reshape to (batch, pos, n_heads, d_head)",
+        ),
+        Mistake(
+            "no transpose",
+            _split_no_transpose,
+            "your result is (batch, pos, head, d_head): move the head axis before pos with transpose(1, 2)",
+        ),
     ],
     alternatives=banks.SPLIT_ALTERNATIVES,
-    hints=["Two steps: first cut the last axis into (n_heads, d_head) without touching batch or pos, then move the head "
-           "axis in front of the positions.",
-           "A reshape that only splits the last axis into a heads axis and a d_head axis keeps each head's columns "
-           "together; after it the head axis sits third, so swap it with the position axis."],
+    hints=[
+        "Two steps: first cut the last axis into (n_heads, d_head) without touching batch or pos, then move the head "
+        "axis in front of the positions.",
+        "A reshape that only splits the last axis into a heads axis and a d_head axis keeps each head's columns "
+        "together; after it the head axis sits third, so swap it with the position axis.",
+    ],
     tolerance="exact",
 )
 
@@ -100,15 +111,23 @@ MERGE_HEADS = Exercise(
     reference=merge_heads,
     cases=_merge_cases,
     mistakes=[
-        Mistake("reshape without transpose", _merge_by_reshape_only,
-                "a plain reshape mixes positions across heads: first transpose(1, 2) to (batch, pos, head, d_head), then reshape"),
-        Mistake("interleaved heads", _merge_interleaved,
-                "the heads' outputs go side by side (head 0's d_head numbers, then head 1's...), not interleaved"),
+        Mistake(
+            "reshape without transpose",
+            _merge_by_reshape_only,
+            "a plain reshape mixes positions across heads: first transpose(1, 2) to (batch, pos, head, d_head), then reshape",
+        ),
+        Mistake(
+            "interleaved heads",
+            _merge_interleaved,
+            "the heads' outputs go side by side (head 0's d_head numbers, then head 1's...), not interleaved",
+        ),
     ],
     alternatives=banks.MERGE_ALTERNATIVES,
-    hints=["Undo split_heads step by step, in the opposite order.",
-           "Swap the head and position axes back to (batch, pos, n_heads, d_head), then join the last two axes into one "
-           "of width n_heads * d_head."],
+    hints=[
+        "Undo split_heads step by step, in the opposite order.",
+        "Swap the head and position axes back to (batch, pos, n_heads, d_head), then join the last two axes into one "
+        "of width n_heads * d_head.",
+    ],
     tolerance="exact",
 )
 
@@ -118,11 +137,21 @@ def _module_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     lengths_mask = causal_mask(5) & padding_mask([5, 3], 5)  # (batch, q_pos, k_pos): a batch with padding
     return [
-        Case("d_model=12, 3 heads, causal mask, batch of 2", (12, 3, torch.randn(2, 5, 12, generator=gen, dtype=F64), causal_mask(5), seed)),
-        Case("d_model=16, 4 heads, no mask", (16, 4, torch.randn(1, 6, 16, generator=gen, dtype=F64), None, seed + 100)),
-        Case("d_model=8, 1 head, causal mask", (8, 1, torch.randn(2, 3, 8, generator=gen, dtype=F64), causal_mask(3), seed + 200)),
-        Case("d_model=12, 2 heads, causal & padding mask of shape (batch, q_pos, k_pos)",
-             (12, 2, torch.randn(2, 5, 12, generator=gen, dtype=F64), lengths_mask, seed + 300)),
+        Case(
+            "d_model=12, 3 heads, causal mask, batch of 2",
+            (12, 3, torch.randn(2, 5, 12, generator=gen, dtype=F64), causal_mask(5), seed),
+        ),
+        Case(
+            "d_model=16, 4 heads, no mask", (16, 4, torch.randn(1, 6, 16, generator=gen, dtype=F64), None, seed + 100)
+        ),
+        Case(
+            "d_model=8, 1 head, causal mask",
+            (8, 1, torch.randn(2, 3, 8, generator=gen, dtype=F64), causal_mask(3), seed + 200),
+        ),
+        Case(
+            "d_model=12, 2 heads, causal & padding mask of shape (batch, q_pos, k_pos)",
+            (12, 2, torch.randn(2, 5, 12, generator=gen, dtype=F64), lengths_mask, seed + 300),
+        ),
     ]
 
 
@@ -133,9 +162,16 @@ def _load_weights(module, d_model: int, n_heads: int, seed: int) -> None:
     """Seeded weights in the (n_heads, d_model, d_head) layout, copied into the module's parameters."""
     d_head = d_model // n_heads
     gen = torch.Generator().manual_seed(seed)
-    shapes = {"W_Q": (n_heads, d_model, d_head), "W_K": (n_heads, d_model, d_head), "W_V": (n_heads, d_model, d_head),
-              "W_O": (n_heads, d_head, d_model), "b_Q": (n_heads, d_head), "b_K": (n_heads, d_head),
-              "b_V": (n_heads, d_head), "b_O": (d_model,)}
+    shapes = {
+        "W_Q": (n_heads, d_model, d_head),
+        "W_K": (n_heads, d_model, d_head),
+        "W_V": (n_heads, d_model, d_head),
+        "W_O": (n_heads, d_head, d_model),
+        "b_Q": (n_heads, d_head),
+        "b_K": (n_heads, d_head),
+        "b_V": (n_heads, d_head),
+        "b_O": (d_model,),
+    }
     with torch.no_grad():
         for name in WEIGHT_NAMES:
             getattr(module, name).copy_(torch.randn(shapes[name], generator=gen, dtype=F64) / math.sqrt(d_model))
@@ -207,28 +243,45 @@ MULTI_HEAD_ATTENTION = Exercise(
     wants_class=True,
     function_name="MultiHeadAttention",
     mistakes=[
-        Mistake("mask ignored", _IgnoresMask,
-                "the mask was not applied: before the softmax, set the scores of the keys a query may not see to -inf"),
-        Mistake("mask inverted", _InvertedMask,
-                "your mask is the wrong way round: in this course True means 'may attend', so the False cells are the ones to block"),
-        Mistake("no 1/sqrt(d_head)", _NoScaling,
-                "divide the scores q·k by sqrt(d_head) before the softmax"),
-        Mistake("1/sqrt(d_model)", _ScalesByDModel,
-                "scale by sqrt(d_head), the width of one head's queries, not sqrt(d_model)"),
-        Mistake("softmax over queries", _SoftmaxOverQueries,
-                "the softmax runs over the keys (the last axis of the scores), so each query's weights sum to 1"),
-        Mistake("no b_O", _NoOutputBias,
-                "you left out the output bias b_O: add it once, after summing the heads' writes"),
-        Mistake("no W_O", _NoOutputProjection,
-                "each head's output z goes through its own W_O[h] back to d_model, and the heads' results are summed"),
+        Mistake(
+            "mask ignored",
+            _IgnoresMask,
+            "the mask was not applied: before the softmax, set the scores of the keys a query may not see to -inf",
+        ),
+        Mistake(
+            "mask inverted",
+            _InvertedMask,
+            "your mask is the wrong way round: in this course True means 'may attend', so the False cells are the ones to block",
+        ),
+        Mistake("no 1/sqrt(d_head)", _NoScaling, "divide the scores q·k by sqrt(d_head) before the softmax"),
+        Mistake(
+            "1/sqrt(d_model)",
+            _ScalesByDModel,
+            "scale by sqrt(d_head), the width of one head's queries, not sqrt(d_model)",
+        ),
+        Mistake(
+            "softmax over queries",
+            _SoftmaxOverQueries,
+            "the softmax runs over the keys (the last axis of the scores), so each query's weights sum to 1",
+        ),
+        Mistake(
+            "no b_O", _NoOutputBias, "you left out the output bias b_O: add it once, after summing the heads' writes"
+        ),
+        Mistake(
+            "no W_O",
+            _NoOutputProjection,
+            "each head's output z goes through its own W_O[h] back to d_model, and the heads' results are summed",
+        ),
     ],
     alternatives=banks.MODULE_ALTERNATIVES,
-    hints=["Follow the shapes: x (batch, pos, d_model) and W_Q (n_heads, d_model, d_head) should give q of shape (batch, "
-           "n_heads, pos, d_head); then it is notebook 03's attention with two leading axes; then back to d_model.",
-           "torch.einsum with the letters b, p, m, h, d names every axis, e.g. batch-pos-model times head-model-dhead to "
-           "batch-head-pos-dhead, plus the bias with a position axis inserted. Mask the scores with -inf where the mask is "
-           "False (a 3-d mask needs a head axis), softmax over keys, mix the values, and sum the heads through W_O "
-           "with another einsum; add b_O once."],
+    hints=[
+        "Follow the shapes: x (batch, pos, d_model) and W_Q (n_heads, d_model, d_head) should give q of shape (batch, "
+        "n_heads, pos, d_head); then it is notebook 03's attention with two leading axes; then back to d_model.",
+        "torch.einsum with the letters b, p, m, h, d names every axis, e.g. batch-pos-model times head-model-dhead to "
+        "batch-head-pos-dhead, plus the bias with a position axis inserted. Mask the scores with -inf where the mask is "
+        "False (a 3-d mask needs a head axis), softmax over keys, mix the values, and sum the heads through W_O "
+        "with another einsum; add b_O once.",
+    ],
 )
 
 EXERCISES = {ex.name: ex for ex in (SPLIT_HEADS, MERGE_HEADS, MULTI_HEAD_ATTENTION)}
@@ -286,10 +339,12 @@ def _default_patterns(seed: int) -> tuple[torch.Tensor, ...]:
 
 def _score_cases(seed: int, with_half_len: bool = False) -> list[Case]:
     layer0, layer1 = _default_patterns(seed)
-    raw = [("random causal patterns, batch 3, 4 heads, 10 tokens, half_len 5", _random_causal(seed, 3, 4, 10), 5),
-           ("hand-built: a previous-token head and an induction head, 12 tokens, half_len 6", _hand_built(12, 6), 6),
-           ("the trained toy model's layer 0 on repeated sequences (half_len 10)", layer0, 10),
-           ("the trained toy model's layer 1 on repeated sequences (half_len 10)", layer1, 10)]
+    raw = [
+        ("random causal patterns, batch 3, 4 heads, 10 tokens, half_len 5", _random_causal(seed, 3, 4, 10), 5),
+        ("hand-built: a previous-token head and an induction head, 12 tokens, half_len 6", _hand_built(12, 6), 6),
+        ("the trained toy model's layer 0 on repeated sequences (half_len 10)", layer0, 10),
+        ("the trained toy model's layer 1 on repeated sequences (half_len 10)", layer1, 10),
+    ]
     return [Case(label, (pattern, half_len) if with_half_len else (pattern,)) for label, pattern, half_len in raw]
 
 
@@ -298,20 +353,37 @@ PREVIOUS_TOKEN_SCORES = Exercise(
     reference=induction.previous_token_scores,
     cases=_score_cases,
     mistakes=[
-        Mistake("the diagonal itself", banks.prev_self, "you measured attention to the query's own position: the previous "
-                "token is one column to the LEFT of the diagonal (key = query - 1)"),
-        Mistake("the next token", banks.prev_next, "you read the stripe above the diagonal (key = query + 1), which a causal "
-                "pattern never attends to: the previous token is key = query - 1"),
-        Mistake("divides by every query", banks.prev_all_queries, "query 0 has no previous token: average over queries 1 to "
-                "the end only (n_ctx - 1 of them), not over all n_ctx"),
-        Mistake("averaged over heads too", banks.prev_over_heads, "return one score per head, shape (head,): average over the "
-                "batch and the queries, not over the heads"),
+        Mistake(
+            "the diagonal itself",
+            banks.prev_self,
+            "you measured attention to the query's own position: the previous "
+            "token is one column to the LEFT of the diagonal (key = query - 1)",
+        ),
+        Mistake(
+            "the next token",
+            banks.prev_next,
+            "you read the stripe above the diagonal (key = query + 1), which a causal "
+            "pattern never attends to: the previous token is key = query - 1",
+        ),
+        Mistake(
+            "divides by every query",
+            banks.prev_all_queries,
+            "query 0 has no previous token: average over queries 1 to "
+            "the end only (n_ctx - 1 of them), not over all n_ctx",
+        ),
+        Mistake(
+            "averaged over heads too",
+            banks.prev_over_heads,
+            "return one score per head, shape (head,): average over the batch and the queries, not over the heads",
+        ),
     ],
     alternatives=banks.PREVIOUS_TOKEN_ALTERNATIVES,
-    hints=["For each query, how much weight goes to the key right before it? Collect those numbers, then average them.",
-           "Those weights lie on the stripe just below the diagonal of the (q_pos, k_pos) table. Take that stripe "
-           "(torch has a function for a diagonal with an offset, over chosen axes) and average over the batch and "
-           "along the stripe, keeping the head axis."],
+    hints=[
+        "For each query, how much weight goes to the key right before it? Collect those numbers, then average them.",
+        "Those weights lie on the stripe just below the diagonal of the (q_pos, k_pos) table. Take that stripe "
+        "(torch has a function for a diagonal with an offset, over chosen axes) and average over the batch and "
+        "along the stripe, keeping the head axis.",
+    ],
 )
 
 INDUCTION_SCORES = Exercise(
@@ -319,21 +391,37 @@ INDUCTION_SCORES = Exercise(
     reference=induction.induction_scores,
     cases=lambda seed: _score_cases(seed, with_half_len=True),
     mistakes=[
-        Mistake("the earlier copy itself", banks.ind_copy, "you measured attention to the earlier copy of the query's own "
-                "token (key = query - half_len); an induction head looks at the token AFTER it, key = query - half_len + 1"),
-        Mistake("first-half queries included", banks.ind_all_queries, "only queries in the repeat (query >= half_len) "
-                "have an earlier copy: leave out the queries of the first half"),
-        Mistake("one too far", banks.ind_too_far, "the token that came next last time is at key = query - half_len + 1, "
-                "not query - half_len + 2"),
-        Mistake("averaged over heads too", banks.ind_over_heads, "return one score per head, shape (head,): average over "
-                "the batch and the queries, not over the heads"),
+        Mistake(
+            "the earlier copy itself",
+            banks.ind_copy,
+            "you measured attention to the earlier copy of the query's own "
+            "token (key = query - half_len); an induction head looks at the token AFTER it, key = query - half_len + 1",
+        ),
+        Mistake(
+            "first-half queries included",
+            banks.ind_all_queries,
+            "only queries in the repeat (query >= half_len) "
+            "have an earlier copy: leave out the queries of the first half",
+        ),
+        Mistake(
+            "one too far",
+            banks.ind_too_far,
+            "the token that came next last time is at key = query - half_len + 1, not query - half_len + 2",
+        ),
+        Mistake(
+            "averaged over heads too",
+            banks.ind_over_heads,
+            "return one score per head, shape (head,): average over the batch and the queries, not over the heads",
+        ),
     ],
     alternatives=banks.INDUCTION_ALTERNATIVES,
-    hints=["Query i in the second half holds the same token as position i - half_len. Which key holds the token that "
-           "followed it last time? Average the weight on that key over the second-half queries.",
-           "The keys i - half_len + 1 form a stripe half_len - 1 below the diagonal. Take that stripe and keep only the "
-           "entries whose query is at least half_len (the stripe's first entry belongs to query half_len - 1); average "
-           "over the batch and those queries, keeping the head axis."],
+    hints=[
+        "Query i in the second half holds the same token as position i - half_len. Which key holds the token that "
+        "followed it last time? Average the weight on that key over the second-half queries.",
+        "The keys i - half_len + 1 form a stripe half_len - 1 below the diagonal. Take that stripe and keep only the "
+        "entries whose query is at least half_len (the stripe's first entry belongs to query half_len - 1); average "
+        "over the batch and those queries, keeping the head axis.",
+    ],
 )
 
 EXERCISES.update({ex.name: ex for ex in (PREVIOUS_TOKEN_SCORES, INDUCTION_SCORES)})

@@ -17,14 +17,22 @@ from course_utils.counting import ModelConfig
 from course_utils.decoder import Decoder
 
 
-def _layer_config(d_model: int, n_heads: int, n_kv_heads: int | None = None, d_mlp: int | None = None,
-                  mlp: str = "gelu", bias: bool = True) -> ModelConfig:
+def _layer_config(
+    d_model: int,
+    n_heads: int,
+    n_kv_heads: int | None = None,
+    d_mlp: int | None = None,
+    mlp: str = "gelu",
+    bias: bool = True,
+) -> ModelConfig:
     return ModelConfig(1, 1, d_model, 1, n_heads, n_kv_heads=n_kv_heads, d_mlp=d_mlp, mlp=mlp, bias=bias)
 
 
 def _meta_numel(*linears: tuple[int, int, bool]) -> int:
     with torch.device("meta"):
-        return sum(p.numel() for fan_in, fan_out, bias in linears for p in nn.Linear(fan_in, fan_out, bias=bias).parameters())
+        return sum(
+            p.numel() for fan_in, fan_out, bias in linears for p in nn.Linear(fan_in, fan_out, bias=bias).parameters()
+        )
 
 
 # -- attention of one layer ----------------------------------------------------------------------------
@@ -84,16 +92,35 @@ ATTENTION = Exercise(
     cases=_attention_cases,
     tolerance="exact",
     mistakes=[
-        Mistake("no GQA", _attn_no_gqa, "with fewer KV heads, W_K and W_V only produce n_kv_heads * d_head outputs: they shrink"),
-        Mistake("no biases", _attn_no_bias, "bias=True: each of the four projections has one bias per output it produces"),
-        Mistake("all four shrink", _attn_all_shrink, "only keys and values are shared between query heads; W_Q and W_O stay d_model x d_model"),
-        Mistake("full-width biases", _attn_full_width_biases, "a bias is as long as its layer's output: the K and V biases have n_kv_heads * d_head entries"),
+        Mistake(
+            "no GQA",
+            _attn_no_gqa,
+            "with fewer KV heads, W_K and W_V only produce n_kv_heads * d_head outputs: they shrink",
+        ),
+        Mistake(
+            "no biases", _attn_no_bias, "bias=True: each of the four projections has one bias per output it produces"
+        ),
+        Mistake(
+            "all four shrink",
+            _attn_all_shrink,
+            "only keys and values are shared between query heads; W_Q and W_O stay d_model x d_model",
+        ),
+        Mistake(
+            "full-width biases",
+            _attn_full_width_biases,
+            "a bias is as long as its layer's output: the K and V biases have n_kv_heads * d_head entries",
+        ),
     ],
-    alternatives=[Alternative("head by head", _attn_per_head), Alternative("nn.Linear on meta", _attn_meta_linears),
-                  Alternative("share of KV heads", _attn_ratio)],
-    hints=["Count the four projections one at a time: how many inputs and how many outputs does each have?",
-           "Queries and the output projection are d_model wide on both sides; keys and values have n_kv_heads "
-           "heads of d_head = d_model / n_heads; a bias adds one number per output."],
+    alternatives=[
+        Alternative("head by head", _attn_per_head),
+        Alternative("nn.Linear on meta", _attn_meta_linears),
+        Alternative("share of KV heads", _attn_ratio),
+    ],
+    hints=[
+        "Count the four projections one at a time: how many inputs and how many outputs does each have?",
+        "Queries and the output projection are d_model wide on both sides; keys and values have n_kv_heads "
+        "heads of d_head = d_model / n_heads; a bias adds one number per output.",
+    ],
 )
 
 
@@ -105,13 +132,22 @@ def check_attention_parameter_count(fn):
 # -- one MLP ---------------------------------------------------------------------------------------------
 def mlp_parameter_count(d_model: int, d_mlp: int, gated: bool, bias: bool) -> int:
     """Reference: one MLP (up, down and, when gated, the gate projection) with biases."""
-    return sum(counting.mlp_parameters(_layer_config(d_model, 1, d_mlp=d_mlp, mlp="swiglu" if gated else "gelu", bias=bias)).values())
+    return sum(
+        counting.mlp_parameters(
+            _layer_config(d_model, 1, d_mlp=d_mlp, mlp="swiglu" if gated else "gelu", bias=bias)
+        ).values()
+    )
 
 
 def _mlp_cases(seed: int) -> list[Case]:
     shapes = [(768, 3072, False, True), (4096, 14336, True, False), (512, 1365, True, True), (64, 100, False, False)]
     if seed:
-        shapes = [(32 * seed, 80, True, True), (24, 96 * seed, False, True), (48, 128, True, False), (40 * seed, 56, False, True)]
+        shapes = [
+            (32 * seed, 80, True, True),
+            (24, 96 * seed, False, True),
+            (48, 128, True, False),
+            (40 * seed, 56, False, True),
+        ]
     return [Case(f"d_model={d}, d_mlp={m}, gated={g}, bias={b}", (d, m, g, b)) for d, m, g, b in shapes]
 
 
@@ -149,14 +185,29 @@ MLP = Exercise(
     cases=_mlp_cases,
     tolerance="exact",
     mistakes=[
-        Mistake("gate forgotten", _mlp_no_gate, "a gated MLP (SwiGLU) has a third matrix, the gate, the same shape as the up-projection"),
-        Mistake("down bias d_mlp wide", _mlp_biases_both_wide, "the down-projection's bias has d_model entries (one per output), not d_mlp"),
-        Mistake("d_mlp = 4 d_model", _mlp_assumes_four, "use the d_mlp you are given: gated models rarely use 4 * d_model"),
+        Mistake(
+            "gate forgotten",
+            _mlp_no_gate,
+            "a gated MLP (SwiGLU) has a third matrix, the gate, the same shape as the up-projection",
+        ),
+        Mistake(
+            "down bias d_mlp wide",
+            _mlp_biases_both_wide,
+            "the down-projection's bias has d_model entries (one per output), not d_mlp",
+        ),
+        Mistake(
+            "d_mlp = 4 d_model", _mlp_assumes_four, "use the d_mlp you are given: gated models rarely use 4 * d_model"
+        ),
     ],
-    alternatives=[Alternative("matrices then biases", _mlp_matrices_then_biases), Alternative("nn.Linear on meta", _mlp_meta_linears),
-                  Alternative("per hidden unit, as float", _mlp_as_float)],
-    hints=["List the matrices: how many are there in a plain MLP, and how many in a gated one?",
-           "Up and gate map d_model to d_mlp, down maps d_mlp back to d_model; each bias is as long as its layer's output."],
+    alternatives=[
+        Alternative("matrices then biases", _mlp_matrices_then_biases),
+        Alternative("nn.Linear on meta", _mlp_meta_linears),
+        Alternative("per hidden unit, as float", _mlp_as_float),
+    ],
+    hints=[
+        "List the matrices: how many are there in a plain MLP, and how many in a gated one?",
+        "Up and gate map d_model to d_mlp, down maps d_mlp back to d_model; each bias is as long as its layer's output.",
+    ],
 )
 
 
@@ -173,12 +224,26 @@ def model_parameter_count(cfg: ModelConfig) -> int:
 
 def _model_cases(seed: int) -> list[Case]:
     base = ModelConfig(d_vocab=1000 + 7 * seed, n_ctx=64, d_model=48, n_layers=3 + seed, n_heads=6)
-    configs = [base, base.with_(tie_embeddings=False, positions="rotary", norm="rmsnorm", bias=False, mlp="swiglu",
-                                n_kv_heads=2, d_mlp=128),
-               base.with_(n_experts=4, experts_per_token=2, mlp="swiglu", norm="rmsnorm", positions="rotary", bias=False,
-                          tie_embeddings=False), base.with_(bias=False)]
+    configs = [
+        base,
+        base.with_(
+            tie_embeddings=False, positions="rotary", norm="rmsnorm", bias=False, mlp="swiglu", n_kv_heads=2, d_mlp=128
+        ),
+        base.with_(
+            n_experts=4,
+            experts_per_token=2,
+            mlp="swiglu",
+            norm="rmsnorm",
+            positions="rotary",
+            bias=False,
+            tie_embeddings=False,
+        ),
+        base.with_(bias=False),
+    ]
     labels = ["GPT-2 style, tied", "GQA, SwiGLU, RMSNorm, rotary, untied, no biases", "4 experts, top-2", "no biases"]
-    return [Case(f"{label} ({cfg.n_layers} layers, d_vocab={cfg.d_vocab})", (cfg,)) for label, cfg in zip(labels, configs)]
+    return [
+        Case(f"{label} ({cfg.n_layers} layers, d_vocab={cfg.d_vocab})", (cfg,)) for label, cfg in zip(labels, configs)
+    ]
 
 
 def _model_untied_twice(cfg):
@@ -204,7 +269,9 @@ def _model_meta_decoder(cfg):
 
 
 def _model_layer_loop(cfg):
-    per_layer = sum(counting.attention_parameters(cfg).values()) + cfg.n_experts * sum(counting.mlp_parameters(cfg).values())
+    per_layer = sum(counting.attention_parameters(cfg).values()) + cfg.n_experts * sum(
+        counting.mlp_parameters(cfg).values()
+    )
     per_layer += 2 * counting.norm_parameters(cfg) + (cfg.d_model * cfg.n_experts if cfg.n_experts > 1 else 0)
     total = sum(per_layer for _ in range(cfg.n_layers)) + counting.norm_parameters(cfg)
     total += cfg.d_vocab * cfg.d_model * (1 if cfg.tie_embeddings else 2)
@@ -221,16 +288,33 @@ MODEL = Exercise(
     cases=_model_cases,
     tolerance="exact",
     mistakes=[
-        Mistake("tied counted twice", _model_untied_twice, "with tied embeddings W_U is W_E: the shared matrix counts once"),
-        Mistake("no final norm", _model_no_final_norm, "there is one more norm after the last block, before the unembedding"),
-        Mistake("active only", _model_active_only, "count every expert: the model holds all of them even if a token uses only k"),
-        Mistake("experts everywhere", _model_experts_everywhere, "only the MLP is replicated per expert; attention is shared"),
+        Mistake(
+            "tied counted twice", _model_untied_twice, "with tied embeddings W_U is W_E: the shared matrix counts once"
+        ),
+        Mistake(
+            "no final norm", _model_no_final_norm, "there is one more norm after the last block, before the unembedding"
+        ),
+        Mistake(
+            "active only",
+            _model_active_only,
+            "count every expert: the model holds all of them even if a token uses only k",
+        ),
+        Mistake(
+            "experts everywhere",
+            _model_experts_everywhere,
+            "only the MLP is replicated per expert; attention is shared",
+        ),
     ],
-    alternatives=[Alternative("sum(numel) on meta", _model_meta_decoder), Alternative("layer by layer", _model_layer_loop),
-                  Alternative("coarse groups", _model_by_groups)],
-    hints=["Split the model into embedding, positions, the blocks, a final norm and the unembedding, and count each.",
-           "A block is attention, two norms and the MLP (times n_experts, plus a router, for a mixture of experts); "
-           "rotary positions and tied unembeddings add nothing."],
+    alternatives=[
+        Alternative("sum(numel) on meta", _model_meta_decoder),
+        Alternative("layer by layer", _model_layer_loop),
+        Alternative("coarse groups", _model_by_groups),
+    ],
+    hints=[
+        "Split the model into embedding, positions, the blocks, a final norm and the unembedding, and count each.",
+        "A block is attention, two norms and the MLP (times n_experts, plus a router, for a mixture of experts); "
+        "rotary positions and tied unembeddings add nothing.",
+    ],
 )
 
 
@@ -246,10 +330,15 @@ def training_flops_estimate(cfg: ModelConfig, n_tokens: int) -> float:
 
 
 def _flops_cases(seed: int) -> list[Case]:
-    dense = ModelConfig(d_vocab=50257, n_ctx=1024, d_model=768 + 96 * seed, n_layers=12, n_heads=12, tie_embeddings=False)
+    dense = ModelConfig(
+        d_vocab=50257, n_ctx=1024, d_model=768 + 96 * seed, n_layers=12, n_heads=12, tie_embeddings=False
+    )
     moe = counting.MIXTRAL_8X7B.with_(n_layers=32 - seed)
-    return [Case("a GPT-2-small-like model, 1e9 tokens", (dense, 10**9)), Case("Mixtral-like, 1e12 tokens", (moe, 10**12)),
-            Case("GPT-3 175B, 3e11 tokens", (counting.GPT3_175B, 300 * 10**9))]
+    return [
+        Case("a GPT-2-small-like model, 1e9 tokens", (dense, 10**9)),
+        Case("Mixtral-like, 1e12 tokens", (moe, 10**12)),
+        Case("GPT-3 175B, 3e11 tokens", (counting.GPT3_175B, 300 * 10**9)),
+    ]
 
 
 def _flops_forward_only(cfg, n_tokens):
@@ -287,14 +376,31 @@ FLOPS = Exercise(
     cases=_flops_cases,
     tolerance="float32",
     mistakes=[
-        Mistake("forward only", _flops_forward_only, "training also runs the backward pass, which costs about twice the forward: 6, not 2"),
-        Mistake("all experts", _flops_all_experts, "a token only runs through experts_per_token experts: use the active parameters"),
-        Mistake("embeddings included", _flops_with_embeddings, "leave out the embedding, position and unembedding matrices, as the 6ND rule does"),
+        Mistake(
+            "forward only",
+            _flops_forward_only,
+            "training also runs the backward pass, which costs about twice the forward: 6, not 2",
+        ),
+        Mistake(
+            "all experts",
+            _flops_all_experts,
+            "a token only runs through experts_per_token experts: use the active parameters",
+        ),
+        Mistake(
+            "embeddings included",
+            _flops_with_embeddings,
+            "leave out the embedding, position and unembedding matrices, as the 6ND rule does",
+        ),
     ],
-    alternatives=[Alternative("forward plus backward", _flops_three_passes), Alternative("coarse groups", _flops_from_groups),
-                  Alternative("in log space", _flops_log_space)],
-    hints=["Per token and per parameter: how many FLOPs does the forward pass take, and how many the backward?",
-           "Forward is 2 per parameter, backward twice that; N is what one token runs through, without the embedding matrices."],
+    alternatives=[
+        Alternative("forward plus backward", _flops_three_passes),
+        Alternative("coarse groups", _flops_from_groups),
+        Alternative("in log space", _flops_log_space),
+    ],
+    hints=[
+        "Per token and per parameter: how many FLOPs does the forward pass take, and how many the backward?",
+        "Forward is 2 per parameter, backward twice that; N is what one token runs through, without the embedding matrices.",
+    ],
 )
 
 

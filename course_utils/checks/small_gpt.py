@@ -43,30 +43,56 @@ def _ln_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     rand = lambda *shape: torch.randn(*shape, generator=gen, dtype=F64)  # noqa: E731
     return [
-        Case("the worked example [2, 4, 6, 8], w = 1, b = 0", (torch.tensor([2.0, 4.0, 6.0, 8.0], dtype=F64), torch.ones(4, dtype=F64), torch.zeros(4, dtype=F64))),
-        Case("a batch of 3 sequences of 5 positions, d_model 8, learned w and b", (rand(3, 5, 8), 1 + rand(8), rand(8))),
+        Case(
+            "the worked example [2, 4, 6, 8], w = 1, b = 0",
+            (torch.tensor([2.0, 4.0, 6.0, 8.0], dtype=F64), torch.ones(4, dtype=F64), torch.zeros(4, dtype=F64)),
+        ),
+        Case(
+            "a batch of 3 sequences of 5 positions, d_model 8, learned w and b", (rand(3, 5, 8), 1 + rand(8), rand(8))
+        ),
         Case("tiny spread (eps matters)", (1e-3 * rand(4, 6), 1 + rand(6), rand(6))),
     ]
 
 
 LAYER_NORM = Exercise(
-    name="layer_norm", reference=layer_norm, cases=_ln_cases,
+    name="layer_norm",
+    reference=layer_norm,
+    cases=_ln_cases,
     mistakes=[
-        Mistake("unbiased variance", banks.ln_unbiased,
-                "LayerNorm's variance divides by d_model (the mean of the squared deviations), not d_model - 1: "
-                "torch.var does the latter unless told otherwise"),
-        Mistake("no scale and shift", banks.ln_no_affine, "after normalising, multiply by w and add b (the learned scale and shift)"),
-        Mistake("divided by the variance", banks.ln_divide_by_variance, "divide by the standard deviation (the square root of variance + eps), not the variance"),
-        Mistake("statistics over the batch", banks.ln_over_batch,
-                "take the mean and variance over each vector's own d_model numbers (the last axis); across the batch is batch norm"),
-        Mistake("eps outside the square root", banks.ln_eps_outside,
-                "eps goes inside the square root: sqrt(variance + eps); it matters when a vector's spread is tiny"),
+        Mistake(
+            "unbiased variance",
+            banks.ln_unbiased,
+            "LayerNorm's variance divides by d_model (the mean of the squared deviations), not d_model - 1: "
+            "torch.var does the latter unless told otherwise",
+        ),
+        Mistake(
+            "no scale and shift",
+            banks.ln_no_affine,
+            "after normalising, multiply by w and add b (the learned scale and shift)",
+        ),
+        Mistake(
+            "divided by the variance",
+            banks.ln_divide_by_variance,
+            "divide by the standard deviation (the square root of variance + eps), not the variance",
+        ),
+        Mistake(
+            "statistics over the batch",
+            banks.ln_over_batch,
+            "take the mean and variance over each vector's own d_model numbers (the last axis); across the batch is batch norm",
+        ),
+        Mistake(
+            "eps outside the square root",
+            banks.ln_eps_outside,
+            "eps goes inside the square root: sqrt(variance + eps); it matters when a vector's spread is tiny",
+        ),
     ],
     alternatives=banks.LAYER_NORM_ALTERNATIVES,
-    hints=["Work on the last axis only, keeping it (keepdim) so the statistics broadcast back over the vector. "
-           "Centre first, then scale to unit spread, then apply the learned scale and shift.",
-           "The variance is the mean of the squared centred values (divide by d_model, not d_model - 1); the spread is "
-           "the square root of variance plus eps."],
+    hints=[
+        "Work on the last axis only, keeping it (keepdim) so the statistics broadcast back over the vector. "
+        "Centre first, then scale to unit spread, then apply the learned scale and shift.",
+        "The variance is the mean of the squared centred values (divide by d_model, not d_model - 1); the spread is "
+        "the square root of variance plus eps.",
+    ],
 )
 
 
@@ -80,24 +106,47 @@ def block_forward(block, x):
 def _block_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     block = tiny_model(seed).blocks[0]
-    return [Case("one block, 2 sequences of 6 positions, d_model 16", (block, torch.randn(2, 6, 16, generator=gen))),
-            Case("the second block, 1 sequence of 9 positions", (tiny_model(seed).blocks[1], torch.randn(1, 9, 16, generator=gen)))]
+    return [
+        Case("one block, 2 sequences of 6 positions, d_model 16", (block, torch.randn(2, 6, 16, generator=gen))),
+        Case(
+            "the second block, 1 sequence of 9 positions",
+            (tiny_model(seed).blocks[1], torch.randn(1, 9, 16, generator=gen)),
+        ),
+    ]
 
 
 BLOCK_FORWARD = Exercise(
-    name="block_forward", reference=block_forward, cases=_block_cases,
+    name="block_forward",
+    reference=block_forward,
+    cases=_block_cases,
     mistakes=[
-        Mistake("no residual", banks.block_no_residual, "each sub-layer's output is ADDED to the stream it read: keep x + ..."),
-        Mistake("post-norm", banks.block_post_norm,
-                "this is post-norm (normalise after adding); the block here is pre-norm: normalise the input of each sub-layer"),
-        Mistake("parallel sub-layers", banks.block_parallel,
-                "the MLP reads the stream after attention has written to it (ln2 of x + attention), not the block's input"),
-        Mistake("no causal mask", banks.block_no_mask, "pass a causal mask to the attention: a position must not see later ones"),
+        Mistake(
+            "no residual",
+            banks.block_no_residual,
+            "each sub-layer's output is ADDED to the stream it read: keep x + ...",
+        ),
+        Mistake(
+            "post-norm",
+            banks.block_post_norm,
+            "this is post-norm (normalise after adding); the block here is pre-norm: normalise the input of each sub-layer",
+        ),
+        Mistake(
+            "parallel sub-layers",
+            banks.block_parallel,
+            "the MLP reads the stream after attention has written to it (ln2 of x + attention), not the block's input",
+        ),
+        Mistake(
+            "no causal mask",
+            banks.block_no_mask,
+            "pass a causal mask to the attention: a position must not see later ones",
+        ),
         Mistake("one LayerNorm for both", banks.block_one_norm, "the MLP has its own LayerNorm, ln2"),
     ],
     alternatives=banks.BLOCK_ALTERNATIVES,
-    hints=["Two steps, the same shape each time: read the stream through a LayerNorm, run the sub-layer, add the result back.",
-           "Attention gets the mask from causal_mask(pos); the second step starts from the stream the first step produced and uses ln2."],
+    hints=[
+        "Two steps, the same shape each time: read the stream through a LayerNorm, run the sub-layer, add the result back.",
+        "Attention gets the mask from causal_mask(pos); the second step starts from the stream the first step produced and uses ln2.",
+    ],
 )
 
 
@@ -111,25 +160,44 @@ def _loss_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     worked = torch.stack([WORKED_LOGITS, torch.randn(4, generator=gen)])[None]  # (1, 2, 4): row 0 predicts token 1
     return [
-        Case("YOUR CAT IS A LOVELY -> CAT (vocabulary CAT, DOG, IS, LOVELY)", (worked.double(), torch.tensor([[3, 0]]))),
-        Case("2 sequences of 7 tokens, vocabulary 11", (torch.randn(2, 7, 11, generator=gen, dtype=F64), torch.randint(0, 11, (2, 7), generator=gen))),
+        Case(
+            "YOUR CAT IS A LOVELY -> CAT (vocabulary CAT, DOG, IS, LOVELY)", (worked.double(), torch.tensor([[3, 0]]))
+        ),
+        Case(
+            "2 sequences of 7 tokens, vocabulary 11",
+            (torch.randn(2, 7, 11, generator=gen, dtype=F64), torch.randint(0, 11, (2, 7), generator=gen)),
+        ),
     ]
 
 
 NEXT_TOKEN_LOSS = Exercise(
-    name="next_token_loss", reference=next_token_loss, cases=_loss_cases,
+    name="next_token_loss",
+    reference=next_token_loss,
+    cases=_loss_cases,
     mistakes=[
-        Mistake("no shift", banks.loss_no_shift,
-                "position i predicts the NEXT token, so drop the last position's logits and the first target (yours scores each token against itself)"),
-        Mistake("shifted the wrong way", banks.loss_shift_backwards,
-                "the shift goes the other way: drop the LAST position's logits and the FIRST token"),
+        Mistake(
+            "no shift",
+            banks.loss_no_shift,
+            "position i predicts the NEXT token, so drop the last position's logits and the first target (yours scores each token against itself)",
+        ),
+        Mistake(
+            "shifted the wrong way",
+            banks.loss_shift_backwards,
+            "the shift goes the other way: drop the LAST position's logits and the FIRST token",
+        ),
         Mistake("sum", banks.loss_sum, "average over the scored positions; a sum grows with the batch and the length"),
-        Mistake("probability, not log", banks.loss_probabilities, "the loss is minus the LOG of the right token's probability"),
+        Mistake(
+            "probability, not log",
+            banks.loss_probabilities,
+            "the loss is minus the LOG of the right token's probability",
+        ),
     ],
     alternatives=banks.LOSS_ALTERNATIVES,
-    hints=["Each position's logits are a guess about the token after it, so the last position has nothing to be scored on "
-           "and the first token is never a target.",
-           "Slice both tensors so they line up, flatten batch and position into rows, then take the cross-entropy."],
+    hints=[
+        "Each position's logits are a guess about the token after it, so the last position has nothing to be scored on "
+        "and the first token is never a target.",
+        "Slice both tensors so they line up, flatten batch and position into rows, then take the cross-entropy.",
+    ],
 )
 
 
@@ -143,8 +211,14 @@ def _sample_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     model = tiny_model(seed)
     return [
-        Case("2 prompts of 4 tokens, 5 new, temperature 1", (model, torch.randint(0, 23, (2, 4), generator=gen), 5, 1.0, seed)),
-        Case("temperature 0 (greedy), past the context of 12", (model, torch.randint(0, 23, (1, 10), generator=gen), 6, 0.0, seed)),
+        Case(
+            "2 prompts of 4 tokens, 5 new, temperature 1",
+            (model, torch.randint(0, 23, (2, 4), generator=gen), 5, 1.0, seed),
+        ),
+        Case(
+            "temperature 0 (greedy), past the context of 12",
+            (model, torch.randint(0, 23, (1, 10), generator=gen), 6, 0.0, seed),
+        ),
     ]
 
 
@@ -155,20 +229,35 @@ def _run_sampler(impl, case: Case):
 
 
 SAMPLE_TOKENS = Exercise(
-    name="sample_tokens", reference=sample_tokens, cases=_sample_cases, tolerance="exact", run=_run_sampler,
+    name="sample_tokens",
+    reference=sample_tokens,
+    cases=_sample_cases,
+    tolerance="exact",
+    run=_run_sampler,
     mistakes=[
-        Mistake("only the last token", banks.sample_last_token_only,
-                "feed the model the whole sequence so far (its last n_ctx tokens), not only the newest token"),
-        Mistake("first position's logits", banks.sample_first_position,
-                "the next token comes from the LAST position's logits ([:, -1]); position 0 predicts the second token"),
-        Mistake("always greedy", banks.sample_always_greedy,
-                "draw a sample from the temperature-scaled distribution (notebook 04's sampler, with the generator you were given); argmax ignores the temperature"),
+        Mistake(
+            "only the last token",
+            banks.sample_last_token_only,
+            "feed the model the whole sequence so far (its last n_ctx tokens), not only the newest token",
+        ),
+        Mistake(
+            "first position's logits",
+            banks.sample_first_position,
+            "the next token comes from the LAST position's logits ([:, -1]); position 0 predicts the second token",
+        ),
+        Mistake(
+            "always greedy",
+            banks.sample_always_greedy,
+            "draw a sample from the temperature-scaled distribution (notebook 04's sampler, with the generator you were given); argmax ignores the temperature",
+        ),
     ],
     alternatives=banks.SAMPLE_ALTERNATIVES,
-    hints=["Each step: run the model on what you have (at most the last n_ctx tokens), keep only the logits of the last "
-           "position, draw one token per row, append it.",
-           "Crop with ids[:, -n_ctx:], take [:, -1], draw with sample_next_token(..., generator=generator), and concatenate "
-           "the new column on dim 1."],
+    hints=[
+        "Each step: run the model on what you have (at most the last n_ctx tokens), keep only the logits of the last "
+        "position, draw one token per row, append it.",
+        "Crop with ids[:, -n_ctx:], take [:, -1], draw with sample_next_token(..., generator=generator), and concatenate "
+        "the new column on dim 1.",
+    ],
 )
 
 
@@ -182,24 +271,45 @@ def _kv_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     rand = lambda *shape: torch.randn(*shape, generator=gen)  # noqa: E731
     return [
-        Case("one new token after 5 cached (batch 2, 3 heads, d_head 8)", (rand(2, 3, 1, 8), rand(2, 3, 1, 8), rand(2, 3, 1, 8), rand(2, 3, 5, 8), rand(2, 3, 5, 8))),
-        Case("3 new tokens after 4 cached", (rand(1, 2, 3, 4), rand(1, 2, 3, 4), rand(1, 2, 3, 4), rand(1, 2, 4, 4), rand(1, 2, 4, 4))),
+        Case(
+            "one new token after 5 cached (batch 2, 3 heads, d_head 8)",
+            (rand(2, 3, 1, 8), rand(2, 3, 1, 8), rand(2, 3, 1, 8), rand(2, 3, 5, 8), rand(2, 3, 5, 8)),
+        ),
+        Case(
+            "3 new tokens after 4 cached",
+            (rand(1, 2, 3, 4), rand(1, 2, 3, 4), rand(1, 2, 3, 4), rand(1, 2, 4, 4), rand(1, 2, 4, 4)),
+        ),
     ]
 
 
 KV_CACHE_STEP = Exercise(
-    name="kv_cache_step", reference=kv_cache_step, cases=_kv_cases,
+    name="kv_cache_step",
+    reference=kv_cache_step,
+    cases=_kv_cases,
     mistakes=[
-        Mistake("cache not used", banks.kv_no_append, "the new queries must attend to the cached keys too: concatenate first, then attend"),
-        Mistake("new keys first", banks.kv_new_first, "append the new keys and values AFTER the cached ones (positions stay in order)"),
+        Mistake(
+            "cache not used",
+            banks.kv_no_append,
+            "the new queries must attend to the cached keys too: concatenate first, then attend",
+        ),
+        Mistake(
+            "new keys first",
+            banks.kv_new_first,
+            "append the new keys and values AFTER the cached ones (positions stay in order)",
+        ),
         Mistake("no scaling", banks.kv_no_scale, "divide the scores by sqrt(d_head), as in every attention"),
-        Mistake("mask from the top-left", banks.kv_top_left_mask,
-                "the new queries are the LAST positions: query i may see keys up to n_cached + i (causal_mask(n_new, n_all))"),
+        Mistake(
+            "mask from the top-left",
+            banks.kv_top_left_mask,
+            "the new queries are the LAST positions: query i may see keys up to n_cached + i (causal_mask(n_new, n_all))",
+        ),
     ],
     alternatives=banks.KV_ALTERNATIVES,
-    hints=["The cache grows along the position axis (dim 2 of (batch, head, pos, d_head)); the queries are only the new positions.",
-           "k_all = cat(k_cache, k_new) on dim 2 (same for v); the mask is causal_mask(n_new, n_all), whose rows are the last "
-           "n_new positions; then ordinary scaled dot-product attention."],
+    hints=[
+        "The cache grows along the position axis (dim 2 of (batch, head, pos, d_head)); the queries are only the new positions.",
+        "k_all = cat(k_cache, k_new) on dim 2 (same for v); the mask is causal_mask(n_new, n_all), whose rows are the last "
+        "n_new positions; then ordinary scaled dot-product attention.",
+    ],
 )
 
 EXERCISES = {ex.name: ex for ex in (LAYER_NORM, BLOCK_FORWARD, NEXT_TOKEN_LOSS, SAMPLE_TOKENS, KV_CACHE_STEP)}

@@ -13,7 +13,13 @@ def _cases(seed: int) -> list[Case]:
     return [
         Case("a single row of 5 logits", (torch.randn(5, generator=gen, dtype=torch.float64),)),
         Case("a batch of 3 rows of 7 logits", (torch.randn(3, 7, generator=gen, dtype=torch.float64),)),
-        Case("logits near ±10,000", (torch.tensor([[10_000.0, 9_998.0, -10_000.0], [-10_000.0, -9_999.0, -10_000.5]], dtype=torch.float64) + seed,)),
+        Case(
+            "logits near ±10,000",
+            (
+                torch.tensor([[10_000.0, 9_998.0, -10_000.0], [-10_000.0, -9_999.0, -10_000.5]], dtype=torch.float64)
+                + seed,
+            ),
+        ),
         Case("float32 logits in a (2, 2, 4) tensor", (4 * torch.randn(2, 2, 4, generator=gen),)),
     ]
 
@@ -84,18 +90,33 @@ STABLE_SOFTMAX = Exercise(
     reference=stable_softmax,
     cases=_cases,
     properties=[
-        Property("rows sum to 1", _rows_sum_to_one,
-                 "each row should sum to 1: normalise over the last dimension, keeping it so the division broadcasts"),
+        Property(
+            "rows sum to 1",
+            _rows_sum_to_one,
+            "each row should sum to 1: normalise over the last dimension, keeping it so the division broadcasts",
+        ),
     ],
     mistakes=[
-        Mistake("no max shift", _no_max_shift,
-                "exp overflows for large logits (inf/inf = NaN): subtract each row's maximum before exponentiating"),
-        Mistake("sums over the whole tensor", _sums_over_everything,
-                "you normalised over the whole tensor: each row must sum to 1, so reduce over dim=-1 with keepdim=True"),
-        Mistake("normalised over dim 0", _normalised_over_first_dim,
-                "you normalised over the first dimension: softmax runs along the last one (dim=-1)"),
-        Mistake("divides by the max", _divides_by_max,
-                "you divided by the largest exponential, not by the sum of the exponentials"),
+        Mistake(
+            "no max shift",
+            _no_max_shift,
+            "exp overflows for large logits (inf/inf = NaN): subtract each row's maximum before exponentiating",
+        ),
+        Mistake(
+            "sums over the whole tensor",
+            _sums_over_everything,
+            "you normalised over the whole tensor: each row must sum to 1, so reduce over dim=-1 with keepdim=True",
+        ),
+        Mistake(
+            "normalised over dim 0",
+            _normalised_over_first_dim,
+            "you normalised over the first dimension: softmax runs along the last one (dim=-1)",
+        ),
+        Mistake(
+            "divides by the max",
+            _divides_by_max,
+            "you divided by the largest exponential, not by the sum of the exponentials",
+        ),
     ],
     alternatives=[
         Alternative("computes in float32", _in_float32),
@@ -117,6 +138,6 @@ STABLE_SOFTMAX = Exercise(
 EXERCISES = {STABLE_SOFTMAX.name: STABLE_SOFTMAX}
 
 
-def check_stable_softmax(fn) :
+def check_stable_softmax(fn):
     """Check a student's ``stable_softmax(x)``; prints one line: pass, or the likely mistake."""
     return STABLE_SOFTMAX.check(fn)

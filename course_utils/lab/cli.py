@@ -40,20 +40,36 @@ def _cmd_grade(args: argparse.Namespace) -> int:
 
     problem = isolation_problem()
     if problem and not args.no_sandbox:
-        print(f"course-lab grade: error: cannot isolate student code: {problem}. Install bubblewrap, or pass "
-              "--no-sandbox to grade without isolation (only for code you trust).", file=sys.stderr)
+        print(
+            f"course-lab grade: error: cannot isolate student code: {problem}. Install bubblewrap, or pass "
+            "--no-sandbox to grade without isolation (only for code you trust).",
+            file=sys.stderr,
+        )
         return 2
-    limits = Limits(cell_timeout=args.timeout, probe_timeout=args.probe_timeout, memory_mb=args.memory_mb,
-                    threads=args.threads, total_timeout=args.total_timeout, processes=args.max_processes,
-                    sandbox=not args.no_sandbox)
+    limits = Limits(
+        cell_timeout=args.timeout,
+        probe_timeout=args.probe_timeout,
+        memory_mb=args.memory_mb,
+        threads=args.threads,
+        total_timeout=args.total_timeout,
+        processes=args.max_processes,
+        sandbox=not args.no_sandbox,
+    )
     out = Path(args.out)
     journal = out.with_name(f".{out.name}.journal")
     start = time.monotonic()
     try:
         seeds = [int(s) for s in args.hidden_seeds.split(",") if s.strip()]
-        run = grade_folder(Path(args.submissions), Path(args.source) if args.source else default_source(), limits,
-                           seeds, Path(args.hidden_tests) if args.hidden_tests else None, args.jobs,
-                           progress=not args.quiet, journal=journal)
+        run = grade_folder(
+            Path(args.submissions),
+            Path(args.source) if args.source else default_source(),
+            limits,
+            seeds,
+            Path(args.hidden_tests) if args.hidden_tests else None,
+            args.jobs,
+            progress=not args.quiet,
+            journal=journal,
+        )
     except ValueError as exc:
         print(f"course-lab grade: error: {exc}", file=sys.stderr)
         return 2
@@ -81,24 +97,42 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     rel = commands.add_parser("release", help="write the student version of the notebooks")
     rel.add_argument("--out", required=True, help="folder to write the student notebooks into (replaced)")
-    rel.add_argument("--source", default=str(_default_source()), help="solution notebook or folder (default: notebooks)")
+    rel.add_argument(
+        "--source", default=str(_default_source()), help="solution notebook or folder (default: notebooks)"
+    )
     rel.set_defaults(func=_cmd_release)
     grd = commands.add_parser("grade", help="grade a folder of submissions into a CSV gradebook")
     grd.add_argument("submissions", help="folder of <student>/<notebook>.ipynb and/or <student>.ipynb files")
     grd.add_argument("--out", required=True, help="the CSV to write; feedback files go to <stem>_feedback/ beside it")
     grd.add_argument("--hidden-tests", help="folder of instructor test modules (see course_utils/lab/hidden.py)")
     grd.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
-    grd.add_argument("--source", help="the course's solution notebooks (points, names); default: the course's notebooks/")
+    grd.add_argument(
+        "--source", help="the course's solution notebooks (points, names); default: the course's notebooks/"
+    )
     grd.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook cell (default 120)")
-    grd.add_argument("--probe-timeout", type=float, default=20.0, help="seconds per call of a student's function (default 20)")
-    grd.add_argument("--memory-mb", type=int, default=4096,
-                     help="memory of each submission, all its processes together, in MiB (default 4096)")
-    grd.add_argument("--total-timeout", type=float, default=0.0,
-                     help="seconds for a whole submission, cells and graded calls (default 10 x --timeout)")
-    grd.add_argument("--max-processes", type=int, default=64,
-                     help="processes and threads of each submission together (default 64)")
-    grd.add_argument("--no-sandbox", action="store_true",
-                     help="run student code without the bubblewrap sandbox, as your own user (trusted code only)")
+    grd.add_argument(
+        "--probe-timeout", type=float, default=20.0, help="seconds per call of a student's function (default 20)"
+    )
+    grd.add_argument(
+        "--memory-mb",
+        type=int,
+        default=4096,
+        help="memory of each submission, all its processes together, in MiB (default 4096)",
+    )
+    grd.add_argument(
+        "--total-timeout",
+        type=float,
+        default=0.0,
+        help="seconds for a whole submission, cells and graded calls (default 10 x --timeout)",
+    )
+    grd.add_argument(
+        "--max-processes", type=int, default=64, help="processes and threads of each submission together (default 64)"
+    )
+    grd.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run student code without the bubblewrap sandbox, as your own user (trusted code only)",
+    )
     grd.add_argument("--threads", type=int, default=1, help="torch/BLAS threads per kernel (default 1)")
     grd.add_argument("--hidden-seeds", default="1,2", help="seeds of the hidden cases, comma-separated (default 1,2)")
     grd.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -106,7 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     exp = commands.add_parser("export", help="write the notebooks for nbgrader or otter-grader")
     exp.add_argument("--to", required=True, choices=["nbgrader", "otter"])
     exp.add_argument("--out", required=True, help="folder to write (replaced)")
-    exp.add_argument("--source", default=str(_default_source()), help="solution notebook or folder (default: notebooks)")
+    exp.add_argument(
+        "--source", default=str(_default_source()), help="solution notebook or folder (default: notebooks)"
+    )
     exp.set_defaults(func=_cmd_export)
     return parser
 

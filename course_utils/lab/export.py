@@ -39,7 +39,7 @@ c = get_config()  # noqa: F821 (provided by nbgrader)
 c.CourseDirectory.root = "."
 c.ExecutePreprocessor.timeout = 300
 '''
-GRADE_CELL = '''# Graded test for `{exercise}` ({points:g} points): the course's own check on the public and hidden cases.
+GRADE_CELL = """# Graded test for `{exercise}` ({points:g} points): the course's own check on the public and hidden cases.
 from course_utils.checks import get_exercise
 
 _verdict = get_exercise({exercise!r}).check({fn})
@@ -49,9 +49,9 @@ assert _verdict.passed, str(_verdict)
 for _seed in {seeds!r}:
     _verdict = get_exercise({exercise!r}).check({fn}, seed=_seed)
     assert _verdict.passed, f"hidden case (seed {{_seed}}): {{_verdict}}"
-### END HIDDEN TESTS'''
-OTTER_TEST = '''{hidden}from course_utils.checks import get_exercise
-get_exercise({exercise!r}).check({fn}, seed={seed}).passed'''
+### END HIDDEN TESTS"""
+OTTER_TEST = """{hidden}from course_utils.checks import get_exercise
+get_exercise({exercise!r}).check({fn}, seed={seed}).passed"""
 
 
 def hoist_hints(source: str) -> str:
@@ -79,15 +79,29 @@ def _exercise_places(nb: nbformat.NotebookNode) -> list[tuple[str, str, float, i
     places = []
     for exercise, spec in nb.metadata.get("course", {}).get("exercises", {}).items():
         if exercise not in registry:
-            raise ValueError(f"notebook metadata lists exercise {exercise!r}, which has no check in course_utils.checks")
+            raise ValueError(
+                f"notebook metadata lists exercise {exercise!r}, which has no check in course_utils.checks"
+            )
         fn = registry[exercise].expected_name
         defines = re.compile(rf"^(?:def|class)\s+{re.escape(fn)}\b", re.MULTILINE)
-        solution = next((i for i, c in enumerate(nb.cells)
-                         if c.cell_type == "code" and has_solution(c.source) and defines.search(c.source)), None)
+        solution = next(
+            (
+                i
+                for i, c in enumerate(nb.cells)
+                if c.cell_type == "code" and has_solution(c.source) and defines.search(c.source)
+            ),
+            None,
+        )
         if solution is None:
             raise ValueError(f"no solution cell defines `{fn}` (exercise {exercise!r})")
-        check = next((i for i, c in enumerate(nb.cells) if i > solution and c.cell_type == "code"
-                      and f"check_{exercise}({fn})" in c.source), solution)
+        check = next(
+            (
+                i
+                for i, c in enumerate(nb.cells)
+                if i > solution and c.cell_type == "code" and f"check_{exercise}({fn})" in c.source
+            ),
+            solution,
+        )
         places.append((exercise, fn, float(spec.get("points", 1)), solution, check))
     return places
 
@@ -108,11 +122,23 @@ def to_nbgrader(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     nb = _clean(nb)
     for exercise, fn, points, solution, check in sorted(places, key=lambda p: p[4], reverse=True):
         nb.cells[solution].metadata["nbgrader"] = {
-            "grade": False, "solution": True, "locked": False, "task": False,
-            "grade_id": f"{exercise}_solution", "schema_version": 3}
+            "grade": False,
+            "solution": True,
+            "locked": False,
+            "task": False,
+            "grade_id": f"{exercise}_solution",
+            "schema_version": 3,
+        }
         grade = new_code_cell(GRADE_CELL.format(exercise=exercise, fn=fn, points=points, seeds=HIDDEN_SEEDS))
-        grade.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "task": False,
-                                      "points": points, "grade_id": f"{exercise}_test", "schema_version": 3}
+        grade.metadata["nbgrader"] = {
+            "grade": True,
+            "solution": False,
+            "locked": True,
+            "task": False,
+            "points": points,
+            "grade_id": f"{exercise}_test",
+            "schema_version": 3,
+        }
         nb.cells.insert(check + 1, grade)
     return nb
 
@@ -124,13 +150,22 @@ def to_otter(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     for exercise, fn, points, solution, _ in sorted(places, key=lambda p: p[3], reverse=True):
         tests = []
         for seed in (0, *HIDDEN_SEEDS):
-            cell = new_code_cell(OTTER_TEST.format(hidden="# HIDDEN\n" if seed else "", exercise=exercise, fn=fn, seed=seed))
+            cell = new_code_cell(
+                OTTER_TEST.format(hidden="# HIDDEN\n" if seed else "", exercise=exercise, fn=fn, seed=seed)
+            )
             cell.outputs = [new_output("execute_result", data={"text/plain": "True"}, execution_count=None)]
             tests.append(cell)
-        block = [new_raw_cell(f"# BEGIN QUESTION\nname: {exercise}\npoints: {points:g}"), new_raw_cell("# BEGIN SOLUTION"),
-                 nb.cells[solution], new_raw_cell("# END SOLUTION"), new_raw_cell("# BEGIN TESTS"), *tests,
-                 new_raw_cell("# END TESTS"), new_raw_cell("# END QUESTION")]
-        nb.cells[solution:solution + 1] = block
+        block = [
+            new_raw_cell(f"# BEGIN QUESTION\nname: {exercise}\npoints: {points:g}"),
+            new_raw_cell("# BEGIN SOLUTION"),
+            nb.cells[solution],
+            new_raw_cell("# END SOLUTION"),
+            new_raw_cell("# BEGIN TESTS"),
+            *tests,
+            new_raw_cell("# END TESTS"),
+            new_raw_cell("# END QUESTION"),
+        ]
+        nb.cells[solution : solution + 1] = block
     config = f"# ASSIGNMENT CONFIG\nname: {Path(name).stem}\nexport_cell: false\ncheck_all_cell: false\n"
     nb.cells.insert(0, new_raw_cell(config))
     return nb
@@ -143,8 +178,10 @@ def export(source: Path, out: Path, to: str) -> list[Path]:
     out = Path(out)
     try:
         notebooks = [(p, read_notebook(p)) for p in collect_notebooks(Path(source))]
-        converted = [(Path(p.stem) / p.name, to_nbgrader(nb) if to == "nbgrader" else to_otter(nb, p.name))
-                     for p, nb in notebooks]
+        converted = [
+            (Path(p.stem) / p.name, to_nbgrader(nb) if to == "nbgrader" else to_otter(nb, p.name))
+            for p, nb in notebooks
+        ]
     except ValueError as exc:
         raise ValueError(str(exc)) from exc
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -40,8 +40,14 @@ from course_utils.lab.grade import ExerciseResult, SubmissionResult
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.kernel import GRACE_S, Limits
 from course_utils.lab.sandbox import cgroups_writable, sweep_stale_cgroups
-from course_utils.lab.submissions import (CourseNotebook, Submission, course_catalog, find_submissions,
-                                          identify, read_submission)
+from course_utils.lab.submissions import (
+    CourseNotebook,
+    Submission,
+    course_catalog,
+    find_submissions,
+    identify,
+    read_submission,
+)
 
 KERNEL_START_S = 180.0  # the most a kernel may take to start, on top of a submission's total time
 
@@ -59,12 +65,28 @@ def _rows(points: dict, status: str, feedback: str) -> list[ExerciseResult]:
     return [ExerciseResult(name, 0, p, status, feedback) for name, p in points.items()]
 
 
-def make_job(sub: Submission, entry: CourseNotebook, limits: Limits, seeds: list[int], hidden: Path | None,
-             result: Path, secrets: list[str] = ()) -> dict:
+def make_job(
+    sub: Submission,
+    entry: CourseNotebook,
+    limits: Limits,
+    seeds: list[int],
+    hidden: Path | None,
+    result: Path,
+    secrets: list[str] = (),
+) -> dict:
     """The JSON a worker reads: which file, which notebook and points, the limits, where to write."""
-    return {"path": str(sub.path.resolve()), "student": sub.student, "rel": sub.rel, "notebook": entry.name,
-            "points": entry.points, "limits": asdict(limits), "seeds": list(seeds),
-            "hidden_tests": str(hidden.resolve()) if hidden else None, "result": str(result), "secrets": list(secrets)}
+    return {
+        "path": str(sub.path.resolve()),
+        "student": sub.student,
+        "rel": sub.rel,
+        "notebook": entry.name,
+        "points": entry.points,
+        "limits": asdict(limits),
+        "seeds": list(seeds),
+        "hidden_tests": str(hidden.resolve()) if hidden else None,
+        "result": str(result),
+        "secrets": list(secrets),
+    }
 
 
 def _budget(limits: Limits) -> float:
@@ -138,9 +160,13 @@ class _Worker:
 
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen([sys.executable, "-m", "course_utils.lab.worker", "--serve"],
-                                         env=dict(os.environ, TMPDIR=self.scratch), stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "course_utils.lab.worker", "--serve"],
+                env=dict(os.environ, TMPDIR=self.scratch),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
         return self.proc
 
     def stop(self) -> None:
@@ -185,9 +211,16 @@ def _stale_job_folders(parent: Path) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def grade_folder(folder: Path, source: Path, limits: Limits, seeds: list[int] = (1, 2),
-                 hidden_tests: Path | None = None, jobs: int = 1, progress: bool = True,
-                 journal: Path | None = None) -> FolderRun:
+def grade_folder(
+    folder: Path,
+    source: Path,
+    limits: Limits,
+    seeds: list[int] = (1, 2),
+    hidden_tests: Path | None = None,
+    jobs: int = 1,
+    progress: bool = True,
+    journal: Path | None = None,
+) -> FolderRun:
     """Grade every submission in ``folder``; always one ``SubmissionResult`` per submitted file."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
@@ -205,8 +238,21 @@ def grade_folder(folder: Path, source: Path, limits: Limits, seeds: list[int] = 
             rows = _rows(catalog[name].points, status, problem) if name else [ExerciseResult("", 0, 0, status, problem)]
             results[index] = SubmissionResult(sub.student, sub.rel, name or "", status, rows)
         elif name is None:
-            results[index] = SubmissionResult(sub.student, sub.rel, "", "unknown_notebook", [ExerciseResult(
-                "", 0, 0, "unknown_notebook", "matches no course notebook by file name, metadata or the functions it defines")])
+            results[index] = SubmissionResult(
+                sub.student,
+                sub.rel,
+                "",
+                "unknown_notebook",
+                [
+                    ExerciseResult(
+                        "",
+                        0,
+                        0,
+                        "unknown_notebook",
+                        "matches no course notebook by file name, metadata or the functions it defines",
+                    )
+                ],
+            )
         else:
             pending.append((index, sub, catalog[name]))
     scratch_parent = journal.parent if journal is not None else Path(tempfile.gettempdir())
@@ -253,23 +299,31 @@ def grade_folder(folder: Path, source: Path, limits: Limits, seeds: list[int] = 
     if not limits.sandbox:
         run.warnings.append("NOT ISOLATED: --no-sandbox was given, student code ran as the grader's own user")
     elif not cgroups_writable():
-        run.warnings.append("memory limit per process only (no writable cgroup): a submission's processes together "
-                            f"may use up to {limits.processes} x {limits.memory_mb} MiB")
+        run.warnings.append(
+            "memory limit per process only (no writable cgroup): a submission's processes together "
+            f"may use up to {limits.processes} x {limits.memory_mb} MiB"
+        )
     run.results = results
     return run
 
 
 def _grade_pending(todo, results, grade, bar, jobs, job_dir, book) -> None:
     with ThreadPoolExecutor(jobs) as pool:
-        futures = {pool.submit(grade, job, Path(job_dir) / f"job{index}.json"): (index, job, key)
-                   for index, job, key in todo}
+        futures = {
+            pool.submit(grade, job, Path(job_dir) / f"job{index}.json"): (index, job, key) for index, job, key in todo
+        }
         for future in as_completed(futures):
             index, job, key = futures[future]
             try:
                 results[index] = future.result()
             except Exception as exc:  # never lose a row to a fault in the grader itself
-                results[index] = SubmissionResult(job["student"], job["rel"], job["notebook"], "grader_error",
-                                                  _rows(job["points"], "grader_error", f"{type(exc).__name__}: {exc}"[:200]))
+                results[index] = SubmissionResult(
+                    job["student"],
+                    job["rel"],
+                    job["notebook"],
+                    "grader_error",
+                    _rows(job["points"], "grader_error", f"{type(exc).__name__}: {exc}"[:200]),
+                )
             if results[index].status != "grader_error":  # a fault of the grader is retried by a rerun
                 book.add(key, results[index])
             bar.update(1)

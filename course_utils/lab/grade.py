@@ -108,7 +108,9 @@ def is_course_code(origin: dict) -> bool:
 
 
 def _raised(exc: StudentRaised) -> Outcome:
-    return Outcome(error_type=exc.error_type, error_message=exc.message, error_line=exc.line, error_function=exc.function)
+    return Outcome(
+        error_type=exc.error_type, error_message=exc.message, error_line=exc.line, error_function=exc.function
+    )
 
 
 def _outcome(exercise: Exercise, proxy: StudentProxy, case) -> Outcome:
@@ -129,14 +131,26 @@ def _judge(exercise: Exercise, case, outcome: Outcome) -> tuple[str, str]:
     try:
         return exercise.judge(case, outcome)
     except Exception as exc:  # an answer so odd the comparison itself fails
-        return "failed", f"the grader could not compare your answer ({type(exc).__name__}: {str(exc)[:120]}) (case: {case.label})"
+        return (
+            "failed",
+            f"the grader could not compare your answer ({type(exc).__name__}: {str(exc)[:120]}) (case: {case.label})",
+        )
 
 
-def grade_exercise(name: str, max_points: float, exercise: Exercise, make_proxy: Callable, seeds: list[int],
-                   hidden: HiddenTests, files: dict[str, str]) -> ExerciseResult:
+def grade_exercise(
+    name: str,
+    max_points: float,
+    exercise: Exercise,
+    make_proxy: Callable,
+    seeds: list[int],
+    hidden: HiddenTests,
+    files: dict[str, str],
+) -> ExerciseResult:
     """Run every graded test for one exercise; ``KernelDied`` propagates to the caller."""
-    groups = [(exercise, seed, "public check" if seed == 0 else f"hidden case, seed {seed}", files.get(name))
-              for seed in (0, *seeds)]
+    groups = [
+        (exercise, seed, "public check" if seed == 0 else f"hidden case, seed {seed}", files.get(name))
+        for seed in (0, *seeds)
+    ]
     extra_exercises, functions = hidden.for_exercise(name)
     groups += [(extra, 0, f"instructor test {Path(path).name}", path) for extra, path in extra_exercises]
     fn_name = exercise.expected_name
@@ -149,8 +163,13 @@ def grade_exercise(name: str, max_points: float, exercise: Exercise, make_proxy:
         except StudentRaised as exc:
             raise ProbeFailed(f"the grader could not inspect `{fn_name}` ({exc.error_type})") from None
         if is_course_code(origin):
-            return ExerciseResult(name, 0, max_points, "uses_reference",
-                                  f"`{fn_name}` is the course's reference implementation, not your own code")
+            return ExerciseResult(
+                name,
+                0,
+                max_points,
+                "uses_reference",
+                f"`{fn_name}` is the course's reference implementation, not your own code",
+            )
         if origin.get("module") != "__main__":
             raise NotDefined()
         for ex, seed, label, path in groups:
@@ -178,16 +197,28 @@ def grade_exercise(name: str, max_points: float, exercise: Exercise, make_proxy:
                 return ExerciseResult(name, 0, max_points, "ok", f"{exc or 'assertion failed'} [{test.__name__}]")
             tested += 1
     except NotDefined:
-        return ExerciseResult(name, 0, max_points, "not_defined",
-                              f"the notebook defines no `{fn_name}` of its own (did its cell raise, or was it renamed? "
-                              "an imported reference does not count)")
+        return ExerciseResult(
+            name,
+            0,
+            max_points,
+            "not_defined",
+            f"the notebook defines no `{fn_name}` of its own (did its cell raise, or was it renamed? "
+            "an imported reference does not count)",
+        )
     except ProbeFailed as exc:
         return ExerciseResult(name, 0, max_points, "probe_failed", str(exc))
     return ExerciseResult(name, max_points, max_points, "ok", f"passed all {tested} graded tests")
 
 
-def _grade_all(points: dict[str, float], registry: dict[str, Exercise], make_proxy: Callable, seeds: list[int],
-               hidden: HiddenTests, files: dict[str, str], dead_reason: str | None) -> list[ExerciseResult]:
+def _grade_all(
+    points: dict[str, float],
+    registry: dict[str, Exercise],
+    make_proxy: Callable,
+    seeds: list[int],
+    hidden: HiddenTests,
+    files: dict[str, str],
+    dead_reason: str | None,
+) -> list[ExerciseResult]:
     results = []
     for name, max_points in points.items():
         if dead_reason is not None:
@@ -208,9 +239,16 @@ def _describe(problem: CellProblem) -> str:
     return f"cell {problem.index}: {problem.kind.replace('_', ' ')}: {problem.detail}"
 
 
-async def grade_notebook(nb: nbformat.NotebookNode, points: dict[str, float], registry: dict[str, Exercise],
-                         limits: Limits, seeds: list[int], hidden: HiddenTests,
-                         files: dict[str, str], secrets: list[str] = ()) -> tuple[str, list[ExerciseResult], list[str]]:
+async def grade_notebook(
+    nb: nbformat.NotebookNode,
+    points: dict[str, float],
+    registry: dict[str, Exercise],
+    limits: Limits,
+    seeds: list[int],
+    hidden: HiddenTests,
+    files: dict[str, str],
+    secrets: list[str] = (),
+) -> tuple[str, list[ExerciseResult], list[str]]:
     """Run ``nb`` in a fresh sandboxed kernel and grade it: (status, per-exercise results, notes).
 
     ``secrets``: grader folders the kernel must not see even if they lie under a folder it reads."""

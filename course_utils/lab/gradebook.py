@@ -30,7 +30,17 @@ from pathlib import Path
 
 from course_utils.lab.grade import SubmissionResult
 
-COLUMNS = ["student", "submission", "notebook", "exercise", "points", "max_points", "status", "feedback", "feedback_file"]
+COLUMNS = [
+    "student",
+    "submission",
+    "notebook",
+    "exercise",
+    "points",
+    "max_points",
+    "status",
+    "feedback",
+    "feedback_file",
+]
 NOTE_CHARS = 2_000
 
 
@@ -74,15 +84,37 @@ def csv_rows(results: list[SubmissionResult], files: dict[str, str]) -> list[lis
     rows = []
     for result in results:
         for ex in result.exercises:
-            rows.append([result.student, result.submission, result.notebook, ex.exercise, _num(ex.points),
-                         _num(ex.max_points), ex.status, ex.feedback, files[result.student]])
+            rows.append(
+                [
+                    result.student,
+                    result.submission,
+                    result.notebook,
+                    ex.exercise,
+                    _num(ex.points),
+                    _num(ex.max_points),
+                    ex.status,
+                    ex.feedback,
+                    files[result.student],
+                ]
+            )
     for student in dict.fromkeys(r.student for r in results):
         mine = [r for r in results if r.student == student]
         got = sum(e.points for r in mine for e in r.exercises)
         best = sum(e.max_points for r in mine for e in r.exercises)
         bad = sorted({r.status for r in mine if r.status != "ok"})
-        rows.append([student, f"{len(mine)} submission(s)", "", "TOTAL", _num(got), _num(best),
-                     ",".join(bad) or "ok", f"{got:g} of {best:g} points", files[student]])
+        rows.append(
+            [
+                student,
+                f"{len(mine)} submission(s)",
+                "",
+                "TOTAL",
+                _num(got),
+                _num(best),
+                ",".join(bad) or "ok",
+                f"{got:g} of {best:g} points",
+                files[student],
+            ]
+        )
     return [[_cell(v) for v in row] for row in rows]
 
 
@@ -91,11 +123,19 @@ def feedback_text(student: str, results: list[SubmissionResult]) -> str:
     for result in results:
         got = sum(e.points for e in result.exercises)
         best = sum(e.max_points for e in result.exercises)
-        lines += [f"## {_md(result.submission)}", "", f"- notebook: {_md(result.notebook or 'unknown')}",
-                  f"- status: {_md(result.status)}", f"- points: {got:g} / {best:g}", ""]
+        lines += [
+            f"## {_md(result.submission)}",
+            "",
+            f"- notebook: {_md(result.notebook or 'unknown')}",
+            f"- status: {_md(result.status)}",
+            f"- points: {got:g} / {best:g}",
+            "",
+        ]
         for ex in result.exercises:
-            lines.append(f"- **{_md(ex.exercise or 'submission')}** ({ex.points:g}/{ex.max_points:g}, {_md(ex.status)}): "
-                         f"{_md(ex.feedback)}")
+            lines.append(
+                f"- **{_md(ex.exercise or 'submission')}** ({ex.points:g}/{ex.max_points:g}, {_md(ex.status)}): "
+                f"{_md(ex.feedback)}"
+            )
         if result.notes:
             notes = "\n".join(one_line(note).replace("```", "`\u200b``") for note in result.notes)
             if len(notes) > NOTE_CHARS:
@@ -114,7 +154,9 @@ def write_gradebook(results: list[SubmissionResult], out_csv: Path) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{feedback_dir.name}-", dir=out_csv.parent))
     try:
         for student, name in files.items():
-            (staging / name).write_text(feedback_text(student, [r for r in results if r.student == student]), encoding="utf-8")
+            (staging / name).write_text(
+                feedback_text(student, [r for r in results if r.student == student]), encoding="utf-8"
+            )
         old = feedback_dir.with_name(f".{feedback_dir.name}-old")
         if feedback_dir.exists():
             shutil.rmtree(old, ignore_errors=True)
@@ -153,5 +195,7 @@ def summary_line(results: list[SubmissionResult], seconds: float) -> str:
     problems = Counter(r.status for r in results if r.status != "ok")
     detail = ", ".join(f"{n} {s}" for s, n in sorted(problems.items()))
     students = len({r.student for r in results})
-    return (f"graded {len(results)} submission(s) from {students} student(s) in {seconds:.1f} s: "
-            f"{full} full marks, {zero} zero, {sum(problems.values())} with errors" + (f" ({detail})" if detail else ""))
+    return (
+        f"graded {len(results)} submission(s) from {students} student(s) in {seconds:.1f} s: "
+        f"{full} full marks, {zero} zero, {sum(problems.values())} with errors" + (f" ({detail})" if detail else "")
+    )

@@ -42,7 +42,7 @@ class HiddenTests:
 
 
 def _exercise_for_test(func_name: str, known: set[str]) -> str | None:
-    rest = func_name[len("test_"):]
+    rest = func_name[len("test_") :]
     for name in sorted(known, key=len, reverse=True):
         if rest == name or rest.startswith(name + "__"):
             return name
@@ -75,6 +75,8 @@ def load_hidden_tests(folder: Path | None, known_exercises: set[str]) -> HiddenT
             if attr.startswith("test_") and callable(func):
                 target = _exercise_for_test(attr, known_exercises)
                 if target is None:
-                    raise ValueError(f"{path}: {attr} does not name a course exercise (test_<exercise> or test_<exercise>__<what>)")
+                    raise ValueError(
+                        f"{path}: {attr} does not name a course exercise (test_<exercise> or test_<exercise>__<what>)"
+                    )
                 tests.functions.setdefault(target, []).append(func)
     return tests

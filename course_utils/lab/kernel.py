@@ -85,8 +85,12 @@ class _SandboxSpecs(KernelSpecManager):
         return {KERNEL_NAME: ""}
 
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return KernelSpec(argv=list(self.argv), display_name="course-lab sandbox", language="python",
-                          interrupt_mode=self.interrupt_mode)
+        return KernelSpec(
+            argv=list(self.argv),
+            display_name="course-lab sandbox",
+            language="python",
+            interrupt_mode=self.interrupt_mode,
+        )
 
 
 class _CappedClient(NotebookClient):
@@ -108,7 +112,7 @@ class _CappedClient(NotebookClient):
         if msg["msg_type"] == "stream":
             size = len(content.get("text", ""))
         elif msg["msg_type"] == "error":
-            content["ename"] = str(content.get("ename", ""))[:self.NAME_CHARS]
+            content["ename"] = str(content.get("ename", ""))[: self.NAME_CHARS]
             self.errors.setdefault(cell_index, (content["ename"], str(content.get("evalue", ""))[:300]))
             size = sum(len(str(line)) for line in content.get("traceback", [])) + len(str(content.get("evalue", "")))
         else:
@@ -163,11 +167,17 @@ class SubmissionKernel:
             self.jail = Jail(limits.memory_mb, limits.processes, secrets)
             self.workdir = None
             env = kernel_environment(WORKDIR, "/tmp", limits)
-            specs.argv = self.jail.command([*inner, "--processes", str(limits.processes), "-f", "{connection_file}"], env)
+            specs.argv = self.jail.command(
+                [*inner, "--processes", str(limits.processes), "-f", "{connection_file}"], env
+            )
             specs.interrupt_mode = "message"  # the kernel is in its own session: no signal reaches it
-            self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc",
-                                         ip=os.path.join(self.jail.sockets, "k"),
-                                         connection_file=os.path.join(self.jail.sockets, "kernel.json"))
+            self.km = AsyncKernelManager(
+                kernel_name=KERNEL_NAME,
+                kernel_spec_manager=specs,
+                transport="ipc",
+                ip=os.path.join(self.jail.sockets, "k"),
+                connection_file=os.path.join(self.jail.sockets, "kernel.json"),
+            )
             self.env = {}
         else:
             self.workdir = tempfile.mkdtemp(prefix="course-lab-")
@@ -182,9 +192,16 @@ class SubmissionKernel:
         try:
             if self.jail is not None:
                 self.km.write_connection_file()
-                os.chmod(self.km.connection_file, 0o644)  # the kernel's uid must read it; it holds only this kernel's key
-            await self.km.start_kernel(cwd=self.workdir or self.jail.sockets, env=self.env or launcher_environment(),
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+                os.chmod(
+                    self.km.connection_file, 0o644
+                )  # the kernel's uid must read it; it holds only this kernel's key
+            await self.km.start_kernel(
+                cwd=self.workdir or self.jail.sockets,
+                env=self.env or launcher_environment(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+            )
             self.context = zmq.asyncio.Context()
             self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # a bigger message drops the connection
             self.kc = self.km.client(context=self.context)
@@ -232,11 +249,20 @@ class SubmissionKernel:
         kernel remembers that definition (``probe.snapshot_code``)."""
         from course_utils.lab.probe import snapshot_code
 
-        defines = {name: re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE) for name in watch}
-        client = _CappedClient(nb, self.km, self.limits.output_bytes, self.limits.output_total_bytes,
-                               timeout=self.limits.cell_timeout,
-                               allow_errors=True, interrupt_on_timeout=True, record_timing=False,
-                               kernel_name=KERNEL_NAME)
+        defines = {
+            name: re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE) for name in watch
+        }
+        client = _CappedClient(
+            nb,
+            self.km,
+            self.limits.output_bytes,
+            self.limits.output_total_bytes,
+            timeout=self.limits.cell_timeout,
+            allow_errors=True,
+            interrupt_on_timeout=True,
+            record_timing=False,
+            kernel_name=KERNEL_NAME,
+        )
         client.kc = self.kc
         problems: list[CellProblem] = []
         for index, cell in enumerate(nb.cells):
@@ -244,8 +270,13 @@ class SubmissionKernel:
                 continue
             start, limit = time.monotonic(), min(self.limits.cell_timeout, self.remaining())
             if limit <= 0:
-                problems.append(CellProblem(index, "total_timeout", f"not run: the submission's {self.limits.total():g} s "
-                                                                    "total time limit was reached"))
+                problems.append(
+                    CellProblem(
+                        index,
+                        "total_timeout",
+                        f"not run: the submission's {self.limits.total():g} s total time limit was reached",
+                    )
+                )
                 break
             client.timeout = max(1, math.ceil(limit))  # nbclient wants whole seconds
             try:
@@ -262,18 +293,32 @@ class SubmissionKernel:
                 error = client.errors.get(index) or _first_error(cell)
                 took = time.monotonic() - start
                 if error and error[0] == "KeyboardInterrupt" and took >= limit and limit < self.limits.cell_timeout:
-                    problems.append(CellProblem(index, "total_timeout", f"stopped: the submission's {self.limits.total():g} s "
-                                                                        "total time limit was reached"))
+                    problems.append(
+                        CellProblem(
+                            index,
+                            "total_timeout",
+                            f"stopped: the submission's {self.limits.total():g} s total time limit was reached",
+                        )
+                    )
                 elif error and error[0] == "KeyboardInterrupt" and took >= limit:
-                    problems.append(CellProblem(index, "timeout", f"stopped after the {self.limits.cell_timeout:g} s cell time limit"))
+                    problems.append(
+                        CellProblem(
+                            index, "timeout", f"stopped after the {self.limits.cell_timeout:g} s cell time limit"
+                        )
+                    )
                 elif error:
                     problems.append(CellProblem(index, "error", f"{error[0]}: {error[1]}"[:300]))
             if index in client.dropped:
                 kept = client.kept.get(index, 0)
-                problems.append(CellProblem(index, "output_truncated",
-                                            f"printed {client.dropped[index] + kept:,} characters; kept the first {kept:,} "
-                                            f"(at most {self.limits.output_bytes:,} per cell and "
-                                            f"{self.limits.output_total_bytes:,} per submission, errors included)"))
+                problems.append(
+                    CellProblem(
+                        index,
+                        "output_truncated",
+                        f"printed {client.dropped[index] + kept:,} characters; kept the first {kept:,} "
+                        f"(at most {self.limits.output_bytes:,} per cell and "
+                        f"{self.limits.output_total_bytes:,} per submission, errors included)",
+                    )
+                )
             if self.dead or not await self.km.is_alive():
                 self.dead = True
                 if not problems or problems[-1].kind != "kernel_died":
@@ -301,9 +346,12 @@ class SubmissionKernel:
             raise KernelDied("the kernel is not running")
         limit = min(self.limits.probe_timeout, self.remaining())
         if limit <= 0:
-            raise ProbeTimeout(f"was not called: the submission's {self.limits.total():g} s total time limit was reached")
-        msg_id = self.kc.execute(code, silent=True, store_history=False, user_expressions={"r": expression},
-                                 stop_on_error=False)
+            raise ProbeTimeout(
+                f"was not called: the submission's {self.limits.total():g} s total time limit was reached"
+            )
+        msg_id = self.kc.execute(
+            code, silent=True, store_history=False, user_expressions={"r": expression}, stop_on_error=False
+        )
         reply = await self._reply(msg_id, limit)
         if reply is None:
             await self.km.interrupt_kernel()

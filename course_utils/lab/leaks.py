@@ -44,8 +44,8 @@ def find_leak(text: str, solutions: list[str], run: int = RUN_TOKENS) -> str | N
             if len(line_tokens) >= LINE_TOKENS and "".join(line_tokens) in squashed:
                 return line.strip()
         code = _code_tokens(solution)
-        grams = {tuple(code[i:i + run]) for i in range(len(code) - run + 1)}
+        grams = {tuple(code[i : i + run]) for i in range(len(code) - run + 1)}
         for i in range(len(text_tokens) - run + 1):
-            if tuple(text_tokens[i:i + run]) in grams:
-                return " ".join(text_tokens[i:i + run])
+            if tuple(text_tokens[i : i + run]) in grams:
+                return " ".join(text_tokens[i : i + run])
     return None

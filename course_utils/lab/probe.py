@@ -35,7 +35,7 @@ MAX_VALUE_BYTES = 32 << 20  # the most tensor data one answer may hold (checked 
 # its __module__, name or file say (the first line keeps a student's own textbook two-liner apart
 # from the same two lines in the course's module). The same source runs in the kernel (on the
 # student's object) and here (on course code).
-FINGERPRINT_CODE = r'''
+FINGERPRINT_CODE = r"""
 def _course_lab_fingerprint(obj):
     import hashlib, types
     if isinstance(obj, type):
@@ -56,9 +56,11 @@ def _course_lab_fingerprint(obj):
     for code in codes:
         feed(code)
     return codes[0].co_filename, digest.hexdigest()
-'''
+"""
 
-_KERNEL_CODE = FINGERPRINT_CODE + r'''
+_KERNEL_CODE = (
+    FINGERPRINT_CODE
+    + r"""
 def _course_lab_probe(name, payload, runner):
     import base64, io, json, pickle, sys
     import torch
@@ -118,17 +120,18 @@ def _course_lab_probe(name, payload, runner):
     return json.dumps({"kind": "value", "data": base64.b64encode(buffer.getvalue()).decode()})
 
 _course_lab_result = _course_lab_probe({name!r}, {payload!r}, {runner!r})
-'''.replace("MAX_BYTES", str(MAX_VALUE_BYTES))
+""".replace("MAX_BYTES", str(MAX_VALUE_BYTES))
+)
 
 
-_SNAPSHOT_CODE = r'''
+_SNAPSHOT_CODE = r"""
 if not isinstance(globals().get("_course_lab_saved"), dict):
     _course_lab_saved = {}
 for _course_lab_name in {names!r}:
     _course_lab_obj = globals().get(_course_lab_name)
     if _course_lab_obj is not None and ({overwrite!r} or _course_lab_name not in _course_lab_saved):
         _course_lab_saved[_course_lab_name] = _course_lab_obj
-'''
+"""
 
 
 def snapshot_code(names: list[str], overwrite: bool) -> str:
@@ -165,7 +168,11 @@ def probe_code(name: str, args: tuple, kwargs: dict, runner: tuple[str, str] | N
     if not name.isidentifier():
         raise ValueError(f"name must be a Python identifier, got {name!r}")
     payload = None if args is None else base64.b64encode(pickle.dumps((tuple(args), dict(kwargs)))).decode()
-    return _KERNEL_CODE.replace("{name!r}", repr(name)).replace("{payload!r}", repr(payload)).replace("{runner!r}", repr(runner))
+    return (
+        _KERNEL_CODE.replace("{name!r}", repr(name))
+        .replace("{payload!r}", repr(payload))
+        .replace("{runner!r}", repr(runner))
+    )
 
 
 def decode_reply(status: str, text: str):
@@ -184,14 +191,22 @@ def decode_reply(status: str, text: str):
         raise NotDefined()
     if kind == "raised":
         line, function = envelope.get("line"), envelope.get("function")
-        raise StudentRaised(str(envelope.get("type")), str(envelope.get("message", "")),
-                            line if isinstance(line, int) and not isinstance(line, bool) else None,
-                            function if isinstance(function, str) and function.isidentifier() else None)
+        raise StudentRaised(
+            str(envelope.get("type")),
+            str(envelope.get("message", "")),
+            line if isinstance(line, int) and not isinstance(line, bool) else None,
+            function if isinstance(function, str) and function.isidentifier() else None,
+        )
     if kind == "origin":
-        return {k: envelope.get(k) if isinstance(envelope.get(k), str) else None for k in ("module", "file", "fingerprint")}
+        return {
+            k: envelope.get(k) if isinstance(envelope.get(k), str) else None for k in ("module", "file", "fingerprint")
+        }
     if kind == "too_large":
-        raise StudentRaised("ValueError", f"returned too much data for the grader ({envelope.get('message')}; "
-                                          f"at most {MAX_VALUE_BYTES >> 20} MiB of tensors)")
+        raise StudentRaised(
+            "ValueError",
+            f"returned too much data for the grader ({envelope.get('message')}; "
+            f"at most {MAX_VALUE_BYTES >> 20} MiB of tensors)",
+        )
     if kind == "unsendable":
         raise StudentRaised("TypeError", f"returned a {envelope.get('type')}, which the grader cannot read back")
     if kind != "value":
@@ -211,8 +226,11 @@ def check_size(value, budget: int = MAX_VALUE_BYTES) -> int:
     if isinstance(value, torch.Tensor):
         budget -= value.numel() * value.element_size()
         if budget < 0:
-            raise StudentRaised("ValueError", f"returned a tensor of shape {tuple(value.shape)}, too large for the grader "
-                                              f"(at most {MAX_VALUE_BYTES >> 20} MiB of tensors)")
+            raise StudentRaised(
+                "ValueError",
+                f"returned a tensor of shape {tuple(value.shape)}, too large for the grader "
+                f"(at most {MAX_VALUE_BYTES >> 20} MiB of tensors)",
+            )
     elif isinstance(value, (list, tuple)):
         for item in value:
             budget = check_size(item, budget)

@@ -68,20 +68,29 @@ def check_no_leaks(nb: nbformat.NotebookNode, student: nbformat.NotebookNode, na
     texts = []
     for index, cell in enumerate(student.cells):
         if cell.cell_type == "code":
-            texts += [(f"the stub in cell {index}", line) for line in cell.source.splitlines() if "NotImplementedError(" in line]
+            texts += [
+                (f"the stub in cell {index}", line)
+                for line in cell.source.splitlines()
+                if "NotImplementedError(" in line
+            ]
         elif "<details" in cell.source:
             texts.append((f"the hint cell {index}", cell.source))
     for exercise_name, exercise in _exercises_of(nb).items():
         texts += [(f"hint {level} of exercise {exercise_name!r}", text) for level, text in enumerate(exercise.hints, 1)]
         # what a check prints after a wrong answer is a hint too: a student sees it by handing in a mistake
-        texts += [(f"the message for mistake {m.name!r} of exercise {exercise_name!r}", m.hint) for m in exercise.mistakes]
-        texts += [(f"the message for property {p.name!r} of exercise {exercise_name!r}", p.hint)
-                  for p in exercise.properties]
+        texts += [
+            (f"the message for mistake {m.name!r} of exercise {exercise_name!r}", m.hint) for m in exercise.mistakes
+        ]
+        texts += [
+            (f"the message for property {p.name!r} of exercise {exercise_name!r}", p.hint) for p in exercise.properties
+        ]
     for where, text in texts:
         leak = find_leak(text, solutions)
         if leak is not None:
-            raise ReleaseError(f"{name}: {where} gives the solution away: it repeats {leak!r} from a solution; "
-                               "reword it so it teaches without the code")
+            raise ReleaseError(
+                f"{name}: {where} gives the solution away: it repeats {leak!r} from a solution; "
+                "reword it so it teaches without the code"
+            )
 
 
 def student_version(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:

@@ -76,21 +76,41 @@ def isolation_problem() -> str | None:
     if bwrap_path() is None:
         return "bwrap not found (install bubblewrap: apt-get install bubblewrap)"
     user = [] if runs_as_own_uid() else ["--unshare-user"]  # the namespaces Jail.command asks for
-    trial = subprocess.run([bwrap_path(), *user, "--unshare-pid", "--unshare-net", "--unshare-ipc",
-                            "--die-with-parent", "--ro-bind", "/", "/", "--", "/bin/sh", "-c", "exit 0"],
-                           capture_output=True, text=True, timeout=30)
+    trial = subprocess.run(
+        [
+            bwrap_path(),
+            *user,
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--die-with-parent",
+            "--ro-bind",
+            "/",
+            "/",
+            "--",
+            "/bin/sh",
+            "-c",
+            "exit 0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if trial.returncode != 0:
         return f"bwrap cannot create its namespaces here ({trial.stderr.strip()[:200]})"
     if runs_as_own_uid() and _unreadable_by_anyone():
-        return (f"the kernel's unprivileged uid could not read {_unreadable_by_anyone()[0]} "
-                "(make it readable by all users: chmod o+rX)")
+        return (
+            f"the kernel's unprivileged uid could not read {_unreadable_by_anyone()[0]} "
+            "(make it readable by all users: chmod o+rX)"
+        )
     return None
 
 
 def cgroups_writable() -> bool:
     """Whether this process may create memory and pids cgroups (cgroup v1 layout)."""
-    return all(os.access(CGROUP_ROOT / c, os.W_OK) and (CGROUP_ROOT / c / "cgroup.procs").exists()
-               for c in ("memory", "pids"))
+    return all(
+        os.access(CGROUP_ROOT / c, os.W_OK) and (CGROUP_ROOT / c / "cgroup.procs").exists() for c in ("memory", "pids")
+    )
 
 
 # Runs as the grader's user just before bwrap: join the cgroups and exec bwrap.
@@ -168,8 +188,19 @@ def _read_only_paths() -> list[str]:
     import course_utils
 
     package = str(Path(course_utils.__file__).resolve().parent)
-    paths = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", sys.base_prefix, sys.prefix,
-             os.path.dirname(os.path.realpath(sys.executable))]
+    paths = [
+        "/usr",
+        "/etc",
+        "/bin",
+        "/sbin",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        sys.base_prefix,
+        sys.prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+    ]
     paths += [p for p in sys.path if "site-packages" in p or "dist-packages" in p]
     real = sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)} | {package})
     return [p for p in real if not any(p.startswith(q.rstrip("/") + "/") for q in real if q != p)]
@@ -233,11 +264,11 @@ def sweep_stale_cgroups() -> None:
     """Remove cgroups left by a grader that was killed (their owner's pid is gone)."""
     for controller in ("memory", "pids"):
         for group in (CGROUP_ROOT / controller).glob(CGROUP_PREFIX + "*"):
-            owner = group.name[len(CGROUP_PREFIX):].split("-")[0]
+            owner = group.name[len(CGROUP_PREFIX) :].split("-")[0]
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
                 _remove_cgroup(group)
     for folder in Path(SOCKET_ROOT).glob(SOCKET_PREFIX + "*"):
-        owner = folder.name[len(SOCKET_PREFIX):].split("-")[0]
+        owner = folder.name[len(SOCKET_PREFIX) :].split("-")[0]
         if owner.isdigit() and not Path(f"/proc/{owner}").exists():
             _remove_socket_folder(str(folder))
 
@@ -249,10 +280,20 @@ def kernel_environment(workdir: str, tmpdir: str, limits) -> dict[str, str]:
     keep = ("PATH", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV") + (("COURSE_LAB_RUN",) if not limits.sandbox else ())
     env = {k: os.environ[k] for k in keep if k in os.environ}
     threads = str(limits.threads)
-    env.update(HOME=workdir, TMPDIR=tmpdir, MPLBACKEND="Agg", PYTHONHASHSEED="0", MALLOC_ARENA_MAX="2",
-               PYTHONPATH=str(Path(course_utils.__file__).resolve().parents[1]), PYTHONNOUSERSITE="1",
-               OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads,
-               JUPYTER_PLATFORM_DIRS="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
+    env.update(
+        HOME=workdir,
+        TMPDIR=tmpdir,
+        MPLBACKEND="Agg",
+        PYTHONHASHSEED="0",
+        MALLOC_ARENA_MAX="2",
+        PYTHONPATH=str(Path(course_utils.__file__).resolve().parents[1]),
+        PYTHONNOUSERSITE="1",
+        OMP_NUM_THREADS=threads,
+        MKL_NUM_THREADS=threads,
+        OPENBLAS_NUM_THREADS=threads,
+        JUPYTER_PLATFORM_DIRS="1",
+        PYDEVD_DISABLE_FILE_VALIDATION="1",
+    )
     return env
 
 
@@ -286,8 +327,10 @@ class Jail:
                 self.groups = []
 
     def _make_groups(self, name: str) -> None:
-        for controller, limit_file, value in (("memory", "memory.limit_in_bytes", self.memory_mb << 20),
-                                              ("pids", "pids.max", self.processes)):
+        for controller, limit_file, value in (
+            ("memory", "memory.limit_in_bytes", self.memory_mb << 20),
+            ("pids", "pids.max", self.processes),
+        ):
             group = CGROUP_ROOT / controller / name
             group.mkdir()
             self.groups.append(group)
@@ -304,8 +347,18 @@ class Jail:
         """The full command line: join the cgroup, then ``bwrap ...`` and, as root, drop to ``self.uid``
         inside before ``inner`` starts."""
         binds = _read_only_paths()
-        args = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+        args = [
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+        ]
         if not self.own_uid:  # a user namespace: uid 65534 inside is the grader's uid outside
             args = ["--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns", *args]
         # The private /tmp first: a course installed under /tmp (a clone, a venv) is bound on top of it
@@ -330,7 +383,11 @@ class Jail:
             args += ["--setenv", key, value]
         if self.own_uid:
             inner = [sys.executable, "-I", "-S", "-c", _DROP, str(self.uid), WORKDIR, "--", *inner]
-        plan = {"bwrap": bwrap_path(), "args": [*args, "--", *inner], "cgroups": [str(g / "cgroup.procs") for g in self.groups]}
+        plan = {
+            "bwrap": bwrap_path(),
+            "args": [*args, "--", *inner],
+            "cgroups": [str(g / "cgroup.procs") for g in self.groups],
+        }
         return [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(plan)]
 
     def seal(self) -> None:
@@ -346,4 +403,3 @@ class Jail:
         for group in self.groups:
             _remove_cgroup(group)
         _remove_socket_folder(self.sockets)
-

@@ -55,12 +55,15 @@ def strip_solutions(source: str, where: str = "cell", exercises: dict[str, str] 
         begin = BEGIN.match(line)
         if begin:
             if region is not None:
-                raise SolutionMarkupError(f"{where}: line {number} opens a solution region inside the one opened at line {start}")
+                raise SolutionMarkupError(
+                    f"{where}: line {number} opens a solution region inside the one opened at line {start}"
+                )
             indent, region, start = begin.group("indent"), [], number
             if not indent:
                 raise SolutionMarkupError(
                     f"{where}: the solution region at line {number} is not inside a function body; "
-                    "put exercise code in a function so the student stub only runs when called")
+                    "put exercise code in a function so the student stub only runs when called"
+                )
             continue
         if END.match(line):
             if region is None:
@@ -74,7 +77,9 @@ def strip_solutions(source: str, where: str = "cell", exercises: dict[str, str] 
         else:
             region.append(line)
     if region is not None:
-        raise SolutionMarkupError(f"{where}: the solution region opened at line {start} is never closed with '# END SOLUTION'")
+        raise SolutionMarkupError(
+            f"{where}: the solution region opened at line {start} is never closed with '# END SOLUTION'"
+        )
     return "\n".join(out)
 
 

@@ -88,11 +88,18 @@ def _entry(folder: Path, student: str, path: Path) -> Submission | None:
         target = Path(os.path.realpath(path))
         root = Path(os.path.realpath(folder))
         if root not in target.parents:
-            return Submission(student, path, rel, "link", "a symbolic link to outside the submissions folder (not followed)")
+            return Submission(
+                student, path, rel, "link", "a symbolic link to outside the submissions folder (not followed)"
+            )
         owner = target.relative_to(root).parts[0]
         if owner != student and Path(owner).stem != student:
-            return Submission(student, path, rel, "link",
-                              f"a link to another student's file ({target.relative_to(root).as_posix()}); not graded")
+            return Submission(
+                student,
+                path,
+                rel,
+                "link",
+                f"a link to another student's file ({target.relative_to(root).as_posix()}); not graded",
+            )
         if target.is_dir():
             return Submission(student, path, rel, "link", "a link to a folder (not followed)")
         return Submission(student, target, rel)
@@ -188,6 +195,7 @@ def identify(sub: Submission, nb: nbformat.NotebookNode | None, catalog: dict[st
     by_metadata = [name for name, entry in catalog.items() if claimed and set(entry.points) == claimed]
     if len(by_metadata) == 1:
         return by_metadata[0]
-    by_code = [name for name, entry in catalog.items()
-               if entry.functions and all(_defines(nb, fn) for fn in entry.functions)]
+    by_code = [
+        name for name, entry in catalog.items() if entry.functions and all(_defines(nb, fn) for fn in entry.functions)
+    ]
     return by_code[0] if len(by_code) == 1 else None

@@ -40,8 +40,18 @@ def run_job(job: dict) -> SubmissionResult:
         return result
     registry = all_exercises()
     hidden = load_hidden_tests(Path(job["hidden_tests"]) if job.get("hidden_tests") else None, set(registry))
-    status, rows, notes = asyncio.run(grade_notebook(nb, points, registry, Limits(**job["limits"]),
-                                                     job["seeds"], hidden, exercise_files(), job.get("secrets", [])))
+    status, rows, notes = asyncio.run(
+        grade_notebook(
+            nb,
+            points,
+            registry,
+            Limits(**job["limits"]),
+            job["seeds"],
+            hidden,
+            exercise_files(),
+            job.get("secrets", []),
+        )
+    )
     result.status, result.exercises, result.notes = status, rows, notes
     result.seconds = round(time.monotonic() - start, 3)
     return result
@@ -54,8 +64,13 @@ def run_job_file(job_file: str) -> None:
         result = run_job(job)
     except Exception as exc:  # keep serving: this submission gets a grader_error row
         reason = f"the grader failed on this submission: {type(exc).__name__}: {exc}"[:300]
-        result = SubmissionResult(job["student"], job["rel"], job["notebook"], "grader_error",
-                                  [ExerciseResult(n, 0, p, "grader_error", reason) for n, p in job["points"].items()])
+        result = SubmissionResult(
+            job["student"],
+            job["rel"],
+            job["notebook"],
+            "grader_error",
+            [ExerciseResult(n, 0, p, "grader_error", reason) for n, p in job["points"].items()],
+        )
     target = Path(job["result"])
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(json.dumps(result.to_json()))

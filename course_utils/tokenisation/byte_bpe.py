@@ -30,7 +30,7 @@ def encode_chunk_with_ranks(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
     With GPT-2's ranks ``b"tokenisation"`` -> ``[30001, 5612]`` (``token`` + ``isation``)."""
     if piece in ranks:
         return [ranks[piece]]
-    parts = [piece[i:i + 1] for i in range(len(piece))]
+    parts = [piece[i : i + 1] for i in range(len(piece))]
     while len(parts) > 1:
         best, where = None, -1
         for i in range(len(parts) - 1):
@@ -39,15 +39,20 @@ def encode_chunk_with_ranks(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
                 best, where = rank, i
         if best is None:
             break
-        parts[where:where + 2] = [parts[where] + parts[where + 1]]
+        parts[where : where + 2] = [parts[where] + parts[where + 1]]
     return [ranks[p] for p in parts]
 
 
 class ByteBPETokenizer:
     """``tok = ByteBPETokenizer(ranks, GPT2_PATTERN)``; ``tok.decode(tok.encode("hi")) == "hi"``."""
 
-    def __init__(self, ranks: dict[bytes, int], pattern: str = GPT2_PATTERN,
-                 special_tokens: dict[str, int] | None = None, name: str = "byte-bpe"):
+    def __init__(
+        self,
+        ranks: dict[bytes, int],
+        pattern: str = GPT2_PATTERN,
+        special_tokens: dict[str, int] | None = None,
+        name: str = "byte-bpe",
+    ):
         if not isinstance(ranks, dict):
             raise TypeError(f"ranks must be a dict of bytes -> int, got {type(ranks).__name__}")
         missing = [b for b in range(256) if bytes([b]) not in ranks]
@@ -101,7 +106,9 @@ class ByteBPETokenizer:
         if allowed_special == "none":
             return self.encode_ordinary(text)
         if isinstance(allowed_special, str) and allowed_special != "all":
-            raise ValueError(f"allowed_special must be 'all', 'none' or a set of special tokens, got {allowed_special!r}")
+            raise ValueError(
+                f"allowed_special must be 'all', 'none' or a set of special tokens, got {allowed_special!r}"
+            )
         allowed = set(self.special_tokens) if allowed_special == "all" else set(allowed_special)
         unknown = allowed - set(self.special_tokens)
         if unknown:
@@ -130,8 +137,10 @@ class ByteBPETokenizer:
             if piece is None:
                 piece = self.special_decoder.get(i)
             if piece is None:
-                raise ValueError(f"ids[{pos}] = {i} is outside the vocabulary of {self.name} "
-                                 f"(valid ids: 0..{self.n_vocab - 1}, with gaps for unused ids)")
+                raise ValueError(
+                    f"ids[{pos}] = {i} is outside the vocabulary of {self.name} "
+                    f"(valid ids: 0..{self.n_vocab - 1}, with gaps for unused ids)"
+                )
             out.append(piece)
         return b"".join(out)
 
@@ -145,8 +154,14 @@ class ByteBPETokenizer:
 
     # -- training, saving, loading --------------------------------------------------------------
     @classmethod
-    def train(cls, text: str, vocab_size: int, pattern: str = GPT2_PATTERN,
-              special_tokens: list[str] | None = None, progress: bool = False) -> "ByteBPETokenizer":
+    def train(
+        cls,
+        text: str,
+        vocab_size: int,
+        pattern: str = GPT2_PATTERN,
+        special_tokens: list[str] | None = None,
+        progress: bool = False,
+    ) -> "ByteBPETokenizer":
         """Learn ``vocab_size - 256 - len(special_tokens)`` merges on ``text`` (see ``trainer.py``)."""
         from course_utils.tokenisation.trainer import train_byte_bpe
 
@@ -160,8 +175,13 @@ class ByteBPETokenizer:
 
     def save(self, path) -> None:
         """Write a JSON file: pattern, special tokens and the ranks in tiktoken's text format."""
-        payload = {"format": FILE_FORMAT, "name": self.name, "pattern": self.pattern,
-                   "special_tokens": self.special_tokens, "ranks": rankfiles.dump_tiktoken(self.ranks)}
+        payload = {
+            "format": FILE_FORMAT,
+            "name": self.name,
+            "pattern": self.pattern,
+            "special_tokens": self.special_tokens,
+            "ranks": rankfiles.dump_tiktoken(self.ranks),
+        }
         Path(path).write_text(json.dumps(payload, indent=1), encoding="utf-8")
 
     @classmethod
@@ -187,8 +207,9 @@ class ByteBPETokenizer:
         return cls(ranks, payload["pattern"], payload["special_tokens"], payload.get("name", "byte-bpe"))
 
     @classmethod
-    def from_tiktoken_file(cls, path, pattern: str, special_tokens: dict[str, int] | None = None,
-                           name: str = "byte-bpe") -> "ByteBPETokenizer":
+    def from_tiktoken_file(
+        cls, path, pattern: str, special_tokens: dict[str, int] | None = None, name: str = "byte-bpe"
+    ) -> "ByteBPETokenizer":
         """Load a ``.tiktoken`` rank file (e.g. cl100k_base) with its split pattern."""
         return cls(rankfiles.load_tiktoken_file(path), pattern, special_tokens, name)
 

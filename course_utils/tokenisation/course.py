@@ -28,8 +28,9 @@ def course_tokenizer(progress: bool = False) -> ByteBPETokenizer:
     """Byte-level BPE trained on the whole corpus (once per session; ``progress`` shows a bar):
     ``course_tokenizer().n_vocab`` -> 2048."""
     if "course" not in _TRAINED:
-        _TRAINED["course"] = ByteBPETokenizer.train(load_corpus(), COURSE_VOCAB_SIZE,
-                                                    special_tokens=SPECIAL_TOKENS, progress=progress)
+        _TRAINED["course"] = ByteBPETokenizer.train(
+            load_corpus(), COURSE_VOCAB_SIZE, special_tokens=SPECIAL_TOKENS, progress=progress
+        )
     return _TRAINED["course"]
 
 

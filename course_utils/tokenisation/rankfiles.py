@@ -48,8 +48,9 @@ def parse_tiktoken(text: str, what: str = "path") -> dict[bytes, int]:
                 raise ValueError("expected two fields")
             token, rank = base64.b64decode(fields[0], validate=True), int(fields[1])
         except (ValueError, binascii.Error) as exc:
-            raise ValueError(f"{what}: malformed line {number} {line[:60]!r}: "
-                             f"expected '<base64 token> <integer rank>' ({exc})") from None
+            raise ValueError(
+                f"{what}: malformed line {number} {line[:60]!r}: expected '<base64 token> <integer rank>' ({exc})"
+            ) from None
         if token in ranks:
             raise ValueError(f"{what}: line {number} repeats token {token!r}")
         ranks[token] = rank
@@ -85,7 +86,11 @@ def load_gpt2_files(encoder_json, vocab_bpe) -> dict[bytes, int]:
         except KeyError:
             raise ValueError(f"encoder_json: token {token!r} uses a character outside GPT-2's byte alphabet") from None
     lines = _read_text(vocab_bpe, "vocab_bpe").splitlines()
-    merges = [ln for ln in lines[1:] if ln.strip()] if lines and lines[0].startswith("#") else [ln for ln in lines if ln.strip()]
+    merges = (
+        [ln for ln in lines[1:] if ln.strip()]
+        if lines and lines[0].startswith("#")
+        else [ln for ln in lines if ln.strip()]
+    )
     for i, line in enumerate(merges):
         parts = line.split()
         if len(parts) != 2:
@@ -93,12 +98,18 @@ def load_gpt2_files(encoder_json, vocab_bpe) -> dict[bytes, int]:
         try:
             merged = bytes(decode[ch] for ch in parts[0] + parts[1])
         except KeyError:
-            raise ValueError(f"vocab_bpe: merge {i + 1} {line!r} uses a character outside GPT-2's byte alphabet") from None
+            raise ValueError(
+                f"vocab_bpe: merge {i + 1} {line!r} uses a character outside GPT-2's byte alphabet"
+            ) from None
         if ranks.get(merged) != 256 + i:
-            raise ValueError(f"vocab_bpe: merge {i + 1} {line!r} gives id {ranks.get(merged)} in encoder_json, expected {256 + i}")
+            raise ValueError(
+                f"vocab_bpe: merge {i + 1} {line!r} gives id {ranks.get(merged)} in encoder_json, expected {256 + i}"
+            )
     return ranks
 
 
 def dump_tiktoken(ranks: dict[bytes, int]) -> str:
     """The tiktoken-format text for ``ranks``: ``dump_tiktoken({b'!': 0})`` -> ``'IQ== 0\\n'``."""
-    return "".join(f"{base64.b64encode(tok).decode()} {rank}\n" for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1]))
+    return "".join(
+        f"{base64.b64encode(tok).decode()} {rank}\n" for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1])
+    )

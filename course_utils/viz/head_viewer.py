@@ -21,8 +21,14 @@ from course_utils.viz.attention import plot_pattern
 from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
 
-def viewer_readout(patterns: Sequence[torch.Tensor], tokens: Sequence[str], layer: int, head: int, query: int,
-                   scores: Mapping[str, Sequence[torch.Tensor]] | None = None) -> str:
+def viewer_readout(
+    patterns: Sequence[torch.Tensor],
+    tokens: Sequence[str],
+    layer: int,
+    head: int,
+    query: int,
+    scores: Mapping[str, Sequence[torch.Tensor]] | None = None,
+) -> str:
     """Plain lines: ``layer 1 head 0``, each score (3 decimals), then ``k3 A: 0.250`` for the chosen query's row."""
     lines = [f"layer {layer} head {head}"]
     for name, per_layer in (scores or {}).items():
@@ -33,7 +39,9 @@ def viewer_readout(patterns: Sequence[torch.Tensor], tokens: Sequence[str], laye
     return "<br>".join(lines)
 
 
-def plot_heads(patterns: Sequence[torch.Tensor], tokens: Sequence[str], scores: Mapping[str, Sequence[torch.Tensor]] | None = None):
+def plot_heads(
+    patterns: Sequence[torch.Tensor], tokens: Sequence[str], scores: Mapping[str, Sequence[torch.Tensor]] | None = None
+):
     """A grid of every layer's and head's pattern, each titled with its scores."""
     n_layers, n_heads = len(patterns), patterns[0].shape[0]
     fig, axes = plt.subplots(n_layers, n_heads, figsize=(3.4 * n_heads, 3.2 * n_layers), squeeze=False)
@@ -59,15 +67,20 @@ def plot_head(pattern: torch.Tensor, tokens: Sequence[str], layer: int, head: in
     return fig
 
 
-def attention_viewer(patterns: Sequence[torch.Tensor], tokens: Sequence[str],
-                     scores: Mapping[str, Sequence[torch.Tensor]] | None = None) -> widgets.VBox:
+def attention_viewer(
+    patterns: Sequence[torch.Tensor], tokens: Sequence[str], scores: Mapping[str, Sequence[torch.Tensor]] | None = None
+) -> widgets.VBox:
     """The widget: layer and head dropdowns, a query slider, the pattern heatmap and a readout."""
     patterns = [p.detach().cpu() for p in patterns]
     if not patterns or any(p.ndim != 3 or p.shape[-1] != len(tokens) or p.shape[-2] != len(tokens) for p in patterns):
-        raise ValueError(f"patterns must be one (head, {len(tokens)}, {len(tokens)}) tensor per layer for {len(tokens)} tokens")
+        raise ValueError(
+            f"patterns must be one (head, {len(tokens)}, {len(tokens)}) tensor per layer for {len(tokens)} tokens"
+        )
     layer = widgets.Dropdown(options=[(f"layer {i}", i) for i in range(len(patterns))], value=0, description="layer")
     layer.add_class("course-layer")
-    head = widgets.Dropdown(options=[(f"head {i}", i) for i in range(patterns[0].shape[0])], value=0, description="head")
+    head = widgets.Dropdown(
+        options=[(f"head {i}", i) for i in range(patterns[0].shape[0])], value=0, description="head"
+    )
     head.add_class("course-head")
     query = widgets.IntSlider(value=len(tokens) - 1, min=0, max=len(tokens) - 1, description="query")
     query.add_class("course-query")
@@ -79,7 +92,9 @@ def attention_viewer(patterns: Sequence[torch.Tensor], tokens: Sequence[str],
     def _redraw(_change=None) -> None:
         with redraw_lock():  # read the selectors inside the lock: the last callback shows the final state
             readout.value = viewer_readout(patterns, tokens, layer.value, head.value, query.value, scores)
-            show_figure(figure, plot_head(patterns[layer.value][head.value], tokens, layer.value, head.value, query.value))
+            show_figure(
+                figure, plot_head(patterns[layer.value][head.value], tokens, layer.value, head.value, query.value)
+            )
 
     for control in (layer, head, query):
         control.observe(_redraw, names="value")

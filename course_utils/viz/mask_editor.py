@@ -28,7 +28,10 @@ from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
 def mask_readout(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str]) -> str:
     """One line per query, ``q2 IS: 0.272 0.244 0.484 0.000 ...``, then a WARNING line per empty row."""
-    lines = [f"q{i} {tok}: " + " ".join(f"{w:.3f}" for w in row) for i, (tok, row) in enumerate(zip(tokens, pattern.tolist()))]
+    lines = [
+        f"q{i} {tok}: " + " ".join(f"{w:.3f}" for w in row)
+        for i, (tok, row) in enumerate(zip(tokens, pattern.tolist()))
+    ]
     for i in masking.fully_masked_rows(mask).nonzero().flatten().tolist():
         lines.append(f"WARNING: fully masked row q{i} ({tokens[i]}): nothing to attend to, its weights are all 0")
     return "<br>".join(lines)
@@ -38,7 +41,9 @@ def plot_masked_pattern(pattern: torch.Tensor, mask: torch.Tensor, tokens: Seque
     """The pattern as a heatmap with blocked cells crossed out and empty rows outlined in red."""
     fig, ax = new_figure((4.8, 4.2))
     plot_pattern(ax, pattern, tokens, title="attention pattern (× = masked)", annotate=False)
-    for (i, j), weight in zip(torch.cartesian_prod(torch.arange(len(tokens)), torch.arange(len(tokens))).tolist(), pattern.flatten().tolist()):
+    for (i, j), weight in zip(
+        torch.cartesian_prod(torch.arange(len(tokens)), torch.arange(len(tokens))).tolist(), pattern.flatten().tolist()
+    ):
         label, colour = (f"{weight:.2f}", "white" if weight > 0.6 else "black") if mask[i, j] else ("×", "grey")
         ax.text(j, i, label, ha="center", va="center", fontsize=7, color=colour)
     for i in masking.fully_masked_rows(mask).nonzero().flatten().tolist():
@@ -54,8 +59,18 @@ def mask_editor(tokens: Sequence[str], scores: torch.Tensor, preset: str = "caus
     if tuple(scores.shape) != (n, n):
         raise ValueError(f"scores must have shape ({n}, {n}) for {n} tokens, got {tuple(scores.shape)}")
     start = preset_mask(preset, n)
-    cells = [[widgets.ToggleButton(value=bool(start[i, j]), description="", tooltip=f"q{i} k{j}",
-                                   layout=widgets.Layout(width="38px", height="30px")) for j in range(n)] for i in range(n)]
+    cells = [
+        [
+            widgets.ToggleButton(
+                value=bool(start[i, j]),
+                description="",
+                tooltip=f"q{i} k{j}",
+                layout=widgets.Layout(width="38px", height="30px"),
+            )
+            for j in range(n)
+        ]
+        for i in range(n)
+    ]
     dropdown = widgets.Dropdown(options=PRESETS, value=preset, description="preset")
     dropdown.add_class("course-mask-preset")
     readout = widgets.HTML()

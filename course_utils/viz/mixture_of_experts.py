@@ -30,8 +30,12 @@ def draw_usage(ax, run: TrainingRun, title: str | None = None) -> None:
     shares = run.shares.double().numpy()
     steps = range(1, shares.shape[0] + 1)
     colours = plt.get_cmap("tab10" if shares.shape[1] <= 10 else "tab20")
-    ax.stackplot(steps, shares.T, colors=[colours(e) for e in range(shares.shape[1])],
-                 labels=[f"expert {e}" for e in range(shares.shape[1])])
+    ax.stackplot(
+        steps,
+        shares.T,
+        colors=[colours(e) for e in range(shares.shape[1])],
+        labels=[f"expert {e}" for e in range(shares.shape[1])],
+    )
     ax.set_xlim(1, shares.shape[0])
     ax.set_ylim(0, 1)
     ax.set_xlabel("training step")
@@ -58,8 +62,15 @@ def plot_specialisation(runs: Mapping[str, TrainingRun]):
         for i in range(table.shape[0]):
             for j in range(table.shape[1]):
                 if table[i, j] >= 0.05:
-                    ax.text(j, i, f"{table[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                            color="white" if table[i, j] > 0.6 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{table[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if table[i, j] > 0.6 else "black",
+                    )
         ax.set_xticks(range(table.shape[1]))
         ax.set_yticks(range(table.shape[0]), [f"sub-task {i}" for i in range(table.shape[0])])
         ax.set_xlabel("expert")
@@ -91,32 +102,51 @@ def plot_capacity(report: dict, title: str = ""):
     return fig
 
 
-def usage_state(grid: Mapping[tuple, TrainingRun], x: torch.Tensor, n_experts: int, k: int, alpha: float,
-                capacity_factor: float) -> dict:
+def usage_state(
+    grid: Mapping[tuple, TrainingRun], x: torch.Tensor, n_experts: int, k: int, alpha: float, capacity_factor: float
+) -> dict:
     """Everything the widget shows for one choice: the run and its ``capacity_report`` on ``x``."""
     run = grid[n_experts, k, alpha]
     report = capacity_report(run.model, x, capacity_factor)
     final = report["load"].double() / report["assignments"]
-    return {"run": run, "report": report, "entropy": usage_entropy(final), "even_entropy": max_entropy_bits(n_experts), "max_share": float(final.max()),
-            "n_experts": n_experts, "k": k, "alpha": alpha, "capacity_factor": capacity_factor}
+    return {
+        "run": run,
+        "report": report,
+        "entropy": usage_entropy(final),
+        "even_entropy": max_entropy_bits(n_experts),
+        "max_share": float(final.max()),
+        "n_experts": n_experts,
+        "k": k,
+        "alpha": alpha,
+        "capacity_factor": capacity_factor,
+    }
 
 
 def usage_readout(state: dict) -> str:
     """Plain lines: the choice, the capacity, each expert's load and drops, the totals."""
     r = state["report"]
-    lines = [f"E = {state['n_experts']}, k = {state['k']}, alpha = {state['alpha']}, capacity factor = {state['capacity_factor']:.2f}",
-             f"final loss: {state['run'].eval_loss:.4f}",
-             f"capacity: {r['capacity']} assignments per expert",
-             f"usage entropy: {state['entropy']:.3f} bits (even: {state['even_entropy']:.3f})",
-             f"largest share: {state['max_share']:.3f}"]
-    lines += [f"expert {e}: load {int(load)}, dropped {int(drop)}" for e, (load, drop) in enumerate(zip(r["load"], r["dropped"]))]
-    lines.append(f"dropped: {r['total_dropped']} of {r['assignments']} assignments; tokens with every choice dropped: {r['tokens_fully_dropped']}")
+    lines = [
+        f"E = {state['n_experts']}, k = {state['k']}, alpha = {state['alpha']}, capacity factor = {state['capacity_factor']:.2f}",
+        f"final loss: {state['run'].eval_loss:.4f}",
+        f"capacity: {r['capacity']} assignments per expert",
+        f"usage entropy: {state['entropy']:.3f} bits (even: {state['even_entropy']:.3f})",
+        f"largest share: {state['max_share']:.3f}",
+    ]
+    lines += [
+        f"expert {e}: load {int(load)}, dropped {int(drop)}"
+        for e, (load, drop) in enumerate(zip(r["load"], r["dropped"]))
+    ]
+    lines.append(
+        f"dropped: {r['total_dropped']} of {r['assignments']} assignments; tokens with every choice dropped: {r['tokens_fully_dropped']}"
+    )
     return "<br>".join(lines)
 
 
 def _draw_state(state: dict):
     fig, (left, right) = new_figure((9, 3.2), 1, 2)
-    draw_usage(left, state["run"], f"E={state['n_experts']}, k={state['k']}, alpha={state['alpha']}: usage over training")
+    draw_usage(
+        left, state["run"], f"E={state['n_experts']}, k={state['k']}, alpha={state['alpha']}: usage over training"
+    )
     draw_capacity(right, state["report"])
     right.set_title(f"final router, capacity factor {state['capacity_factor']:.2f}", fontsize=9)
     fig.tight_layout()
@@ -134,8 +164,9 @@ def usage_widget(grid: Mapping[tuple, TrainingRun], x: torch.Tensor) -> widgets.
     k.add_class("course-moe-k")
     alpha = widgets.Dropdown(options=alphas, value=alphas[0], description="alpha")
     alpha.add_class("course-moe-alpha")
-    capacity = widgets.FloatSlider(value=1.25, min=0.25, max=3.0, step=0.25, description="capacity",
-                                   continuous_update=False, readout_format=".2f")
+    capacity = widgets.FloatSlider(
+        value=1.25, min=0.25, max=3.0, step=0.25, description="capacity", continuous_update=False, readout_format=".2f"
+    )
     capacity.add_class("course-moe-capacity")
     readout = widgets.HTML()
     readout.add_class("course-readout")

@@ -40,8 +40,12 @@ def plot_angle_histograms(stats: list):
         centres = (s.hist_edges[1:] + s.hist_edges[:-1]) / 2
         width = float(s.hist_edges[1] - s.hist_edges[0])
         ax.plot(centres, s.hist_counts / (s.n_pairs * width), label=f"D = {s.dim:,} (RMS {s.rms_deviation_deg:.2f}°)")
-    ax.set(xlim=(55, 125), xlabel="angle between a pair (degrees)", ylabel="density",
-           title=f"{stats[0].n_vectors:,} random unit vectors: every pair's angle")
+    ax.set(
+        xlim=(55, 125),
+        xlabel="angle between a pair (degrees)",
+        ylabel="density",
+        title=f"{stats[0].n_vectors:,} random unit vectors: every pair's angle",
+    )
     ax.set_yscale("log")
     ax.set_ylim(1e-4, None)
     ax.legend(fontsize=8)
@@ -74,8 +78,12 @@ def _draw_interference(ax, W: torch.Tensor, title: str) -> None:
 
 def _draw_features_2d(ax, W: torch.Tensor) -> None:
     for i in range(W.shape[1]):
-        ax.annotate("", xy=(float(W[0, i]), float(W[1, i])), xytext=(0, 0),
-                    arrowprops=dict(arrowstyle="->", color=f"C{i % 10}", lw=2))
+        ax.annotate(
+            "",
+            xy=(float(W[0, i]), float(W[1, i])),
+            xytext=(0, 0),
+            arrowprops=dict(arrowstyle="->", color=f"C{i % 10}", lw=2),
+        )
         ax.text(1.12 * float(W[0, i]), 1.12 * float(W[1, i]), str(i), ha="center", va="center", fontsize=8)
     limit = max(1.3, 1.3 * float(W.norm(dim=0).max()))
     ax.set(xlim=(-limit, limit), ylim=(-limit, limit), aspect="equal")
@@ -120,8 +128,12 @@ def plot_dimensionality(sparsity: torch.Tensor, dims: torch.Tensor, dims_per_fea
     for label, level in list(PLATEAUS.items())[:3]:
         ax.axhline(level, color="C3", ls=":", lw=1)
         ax.text(x.max() * 1.05, level, label, va="center", color="C3")
-    ax.set(xlabel="1 / (1 − sparsity)", ylabel="feature dimensionality D_i", ylim=(0, 1.1),
-           title="features settle on fractions of a dimension")
+    ax.set(
+        xlabel="1 / (1 − sparsity)",
+        ylabel="feature dimensionality D_i",
+        ylim=(0, 1.1),
+        title="features settle on fractions of a dimension",
+    )
     ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
@@ -132,8 +144,12 @@ def plot_sae_cosines(best: torch.Tensor, threshold: float):
     fig, ax = plt.subplots(figsize=(6, 2.8))
     ax.bar(range(len(best)), best, color=["C2" if b > threshold else "C3" for b in best.tolist()])
     ax.axhline(threshold, color="k", ls=":", lw=1)
-    ax.set(ylim=(0, 1.05), xlabel="true feature (represented ones)", ylabel="best cosine",
-           title="does the SAE's dictionary contain each true direction?")
+    ax.set(
+        ylim=(0, 1.05),
+        xlabel="true feature (represented ones)",
+        ylabel="best cosine",
+        title="does the SAE's dictionary contain each true direction?",
+    )
     fig.tight_layout()
     return fig
 
@@ -143,8 +159,10 @@ def sparsity_readout(W: torch.Tensor, sparsity: float) -> str:
     norms = toy_models.feature_norms(W)
     dims = toy_models.feature_dimensionality(W)
     kept = int((norms > 0.5).sum())
-    return (f"sparsity S = {sparsity:.3f}<br>features with ‖W_i‖ > 0.5: {kept} of {W.shape[1]}<br>"
-            f"D_i: {', '.join(f'{d:.2f}' for d in dims.tolist())}")
+    return (
+        f"sparsity S = {sparsity:.3f}<br>features with ‖W_i‖ > 0.5: {kept} of {W.shape[1]}<br>"
+        f"D_i: {', '.join(f'{d:.2f}' for d in dims.tolist())}"
+    )
 
 
 def plot_instance(W: torch.Tensor, sparsity: float):
@@ -164,8 +182,9 @@ def sparsity_explorer(model: toy_models.ToyModel) -> widgets.VBox:
     W = model.W.detach().cpu()
     sparsity = model.sparsity.cpu()
     options = [(f"{float(s):.3f}", k) for k, s in enumerate(sparsity)]
-    slider = widgets.SelectionSlider(options=options, value=len(options) - 1, description="sparsity",
-                                     continuous_update=False)
+    slider = widgets.SelectionSlider(
+        options=options, value=len(options) - 1, description="sparsity", continuous_update=False
+    )
     slider.add_class("course-sparsity-slider")
     readout = widgets.HTML()
     readout.add_class("course-readout")

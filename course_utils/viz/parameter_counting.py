@@ -21,16 +21,30 @@ from course_utils import compute, counting
 from course_utils.counting import ModelConfig
 from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
-GROUP_COLOURS = {"embedding": "#4c72b0", "attention": "#dd8452", "mlp": "#55a868", "unembedding": "#8172b3", "norms": "#937860"}
+GROUP_COLOURS = {
+    "embedding": "#4c72b0",
+    "attention": "#dd8452",
+    "mlp": "#55a868",
+    "unembedding": "#8172b3",
+    "norms": "#937860",
+}
 STYLES = {  # architecture options the widget offers; d_mlp is a multiple of d_model
     "GPT-2 (GELU, LayerNorm, learned positions, tied)": ({}, 4.0),
     "Llama (SwiGLU, RMSNorm, rotary, untied, no biases)": (
-        {"mlp": "swiglu", "norm": "rmsnorm", "positions": "rotary", "tie_embeddings": False, "bias": False}, 3.5),
+        {"mlp": "swiglu", "norm": "rmsnorm", "positions": "rotary", "tie_embeddings": False, "bias": False},
+        3.5,
+    ),
 }
 SLIDERS = {  # field: (min, max, step, start) — the start is GPT-2 small
-    "d_model": (64, 16384, 64, 768), "n_layers": (1, 128, 1, 12), "n_heads": (1, 128, 1, 12),
-    "n_kv_heads": (1, 128, 1, 12), "d_vocab": (256, 262144, 1, 50257), "n_ctx": (128, 131072, 128, 1024),
-    "n_experts": (1, 64, 1, 1), "experts_per_token": (1, 8, 1, 1)}
+    "d_model": (64, 16384, 64, 768),
+    "n_layers": (1, 128, 1, 12),
+    "n_heads": (1, 128, 1, 12),
+    "n_kv_heads": (1, 128, 1, 12),
+    "d_vocab": (256, 262144, 1, 50257),
+    "n_ctx": (128, 131072, 128, 1024),
+    "n_experts": (1, 64, 1, 1),
+    "experts_per_token": (1, 8, 1, 1),
+}
 
 
 def figure_image(fig) -> Image:
@@ -84,8 +98,13 @@ def counter_state(style: str = next(iter(STYLES)), **sizes: int) -> dict:
         cfg = ModelConfig(**sizes, d_mlp=max(1, round(width * sizes.get("d_model", 1))), **options)
     except (ValueError, TypeError) as error:
         return {"error": str(error)}
-    return {"cfg": cfg, "counts": counting.count_parameters(cfg), "active": counting.active_parameters(cfg),
-            "flops": compute.forward_flops(cfg, cfg.n_ctx), "kv_bytes": compute.kv_cache_bytes_per_token(cfg)}
+    return {
+        "cfg": cfg,
+        "counts": counting.count_parameters(cfg),
+        "active": counting.active_parameters(cfg),
+        "flops": compute.forward_flops(cfg, cfg.n_ctx),
+        "kv_bytes": compute.kv_cache_bytes_per_token(cfg),
+    }
 
 
 def counter_readout(state: dict) -> str:
@@ -114,15 +133,20 @@ def plot_counter(state: dict):
         return fig
     total, active = counting.group_counts(state["counts"]), counting.group_counts(state["active"])
     xs = range(len(total))
-    left.bar([x - 0.2 for x in xs], list(total.values()), width=0.4, label="total",
-             color=[GROUP_COLOURS[g] for g in total])
-    left.bar([x + 0.2 for x in xs], list(active.values()), width=0.4, label="active", color="#cccccc", edgecolor="black")
+    left.bar(
+        [x - 0.2 for x in xs], list(total.values()), width=0.4, label="total", color=[GROUP_COLOURS[g] for g in total]
+    )
+    left.bar(
+        [x + 0.2 for x in xs], list(active.values()), width=0.4, label="active", color="#cccccc", edgecolor="black"
+    )
     left.set_xticks(list(xs), list(total), fontsize=8)
     left.set_ylabel("parameters")
     left.set_title(f"{state['counts']['total']:,} parameters", fontsize=9)
     left.legend(fontsize=8)
     seq, flops = state["cfg"].n_ctx, state["flops"]
-    right.bar(["weights", "attention"], [flops["weights"] / seq, flops["attention"] / seq], color=["#55a868", "#dd8452"])
+    right.bar(
+        ["weights", "attention"], [flops["weights"] / seq, flops["attention"] / seq], color=["#55a868", "#dd8452"]
+    )
     right.set_title(f"forward FLOPs per token ({seq:,} tokens)", fontsize=9)
     fig.tight_layout()
     return fig
@@ -132,8 +156,15 @@ def counter_widget() -> widgets.VBox:
     """The widget: eight integer sliders and an architecture choice -> live breakdown and readout."""
     sliders = {}
     for field, (low, high, step, start) in SLIDERS.items():
-        slider = widgets.IntSlider(value=start, min=low, max=high, step=step, description=field,
-                                   continuous_update=False, style={"description_width": "120px"})
+        slider = widgets.IntSlider(
+            value=start,
+            min=low,
+            max=high,
+            step=step,
+            description=field,
+            continuous_update=False,
+            style={"description_width": "120px"},
+        )
         slider.add_class(f"course-counter-{field.replace('_', '-')}")
         sliders[field] = slider
     style = widgets.Dropdown(options=list(STYLES), description="architecture")

@@ -24,8 +24,15 @@ DEFAULT_TOKENS = ("CAT", "DOG", "IS", "LOVELY")
 DEFAULT_LOGITS = (6.2, 4.9, 2.1, 1.0)
 
 
-def temperature_state(logits: torch.Tensor, temperature: float, greedy: bool = False, top_k: int | None = None,
-                      top_p: float | None = None, n_samples: int = 1000, seed: int = 0) -> dict:
+def temperature_state(
+    logits: torch.Tensor,
+    temperature: float,
+    greedy: bool = False,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    n_samples: int = 1000,
+    seed: int = 0,
+) -> dict:
     """Everything the widget shows, computed by the library: probabilities, entropy, sample shares.
 
     ``temperature_state(torch.tensor([6.2, 4.9, 2.1, 1.0]), 1.0)["probs"]`` -> ``[0.772, 0.211, 0.013, 0.004]``.
@@ -33,8 +40,14 @@ def temperature_state(logits: torch.Tensor, temperature: float, greedy: bool = F
     t = 0.0 if greedy else temperature
     probs = sampling.next_token_distribution(logits, t, top_k, top_p)
     counts = sampling.sample_counts(probs, n_samples, torch.Generator().manual_seed(seed))
-    return {"probs": probs, "entropy": float(sampling.entropy(probs)), "temperature": t,
-            "greedy": greedy, "sample_share": sampling.sample_shares(counts), "n_samples": n_samples}
+    return {
+        "probs": probs,
+        "entropy": float(sampling.entropy(probs)),
+        "temperature": t,
+        "greedy": greedy,
+        "sample_share": sampling.sample_shares(counts),
+        "n_samples": n_samples,
+    }
 
 
 def temperature_readout(tokens: Sequence[str], state: dict) -> str:
@@ -61,15 +74,20 @@ def plot_temperature(tokens: Sequence[str], state: dict):
     return fig
 
 
-def temperature_widget(tokens: Sequence[str] = DEFAULT_TOKENS, logits: Sequence[float] | torch.Tensor = DEFAULT_LOGITS,
-                       n_samples: int = 1000, seed: int = 0) -> widgets.VBox:
+def temperature_widget(
+    tokens: Sequence[str] = DEFAULT_TOKENS,
+    logits: Sequence[float] | torch.Tensor = DEFAULT_LOGITS,
+    n_samples: int = 1000,
+    seed: int = 0,
+) -> widgets.VBox:
     """The widget: temperature (log scale 0.01..10), greedy, top-k, top-p; bars, samples and readout."""
     logits = torch.as_tensor(logits, dtype=torch.float64)
     if logits.ndim != 1 or len(tokens) != logits.shape[0]:
         raise ValueError(f"need one logit per token: {len(tokens)} tokens, logits of shape {tuple(logits.shape)}")
     d_vocab = len(tokens)
-    slider = widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=1, step=0.01, description="T",
-                                    continuous_update=False, readout_format=".3f")
+    slider = widgets.FloatLogSlider(
+        value=1.0, base=10, min=-2, max=1, step=0.01, description="T", continuous_update=False, readout_format=".3f"
+    )
     slider.add_class("course-temperature-slider")
     greedy = widgets.Checkbox(value=False, description="greedy (T → 0)")
     greedy.add_class("course-temperature-greedy")

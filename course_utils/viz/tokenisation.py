@@ -23,19 +23,25 @@ def render_pieces(pieces: list[tuple[str, int]]) -> str:
     spans = []
     for k, (piece, token_id) in enumerate(pieces):
         shown = html.escape(piece).replace("\n", "↵")
-        spans.append(f'<span class="course-token" title="id {token_id}" '
-                     f'style="background:{PALETTE[k % len(PALETTE)]};white-space:pre;padding:1px 0;'
-                     f'border-right:1px solid #888">{shown}</span>')
+        spans.append(
+            f'<span class="course-token" title="id {token_id}" '
+            f'style="background:{PALETTE[k % len(PALETTE)]};white-space:pre;padding:1px 0;'
+            f'border-right:1px solid #888">{shown}</span>'
+        )
     ids = ", ".join(str(i) for _, i in pieces)
-    return (f'<div style="font-family:monospace;line-height:1.9">{"".join(spans)}</div>'
-            f"<div>ids: [{ids}]</div><div>tokens: {len(pieces)}</div>")
+    return (
+        f'<div style="font-family:monospace;line-height:1.9">{"".join(spans)}</div>'
+        f"<div>ids: [{ids}]</div><div>tokens: {len(pieces)}</div>"
+    )
 
 
-def tokenizer_widget(course_bpe=None, text: str = "Tokenisation isn't magic: café, 😀, strawberry!",
-                     choice: str = "GPT-2") -> widgets.VBox:
+def tokenizer_widget(
+    course_bpe=None, text: str = "Tokenisation isn't magic: café, 😀, strawberry!", choice: str = "GPT-2"
+) -> widgets.VBox:
     """The widget; ``course_bpe`` is the notebook's trained tokenizer (default: the cached one)."""
-    box_text = widgets.Textarea(value=text, description="text", continuous_update=True,
-                                layout=widgets.Layout(width="95%"))
+    box_text = widgets.Textarea(
+        value=text, description="text", continuous_update=True, layout=widgets.Layout(width="95%")
+    )
     box_text.add_class("course-tokenizer-text")
     dropdown = widgets.Dropdown(options=list(CHOICES), value=choice, description="tokenizer")
     dropdown.add_class("course-tokenizer-choice")
@@ -64,13 +70,25 @@ def plot_pruning(history):
     ax.plot(sizes, lls, color="#888", lw=1, zorder=1)
     unused = [r for r in history[1:] if r.removed and set(r.removed) <= set(r.unused)]
     used = [r for r in history[1:] if r not in unused]
-    ax.scatter([r.size for r in unused], [r.log_likelihood for r in unused], facecolors="none",
-               edgecolors="tab:blue", label="removed a piece no word used", zorder=2)
-    ax.scatter([r.size for r in used], [r.log_likelihood for r in used], color="tab:red",
-               label="removed a piece in use", zorder=2)
+    ax.scatter(
+        [r.size for r in unused],
+        [r.log_likelihood for r in unused],
+        facecolors="none",
+        edgecolors="tab:blue",
+        label="removed a piece no word used",
+        zorder=2,
+    )
+    ax.scatter(
+        [r.size for r in used],
+        [r.log_likelihood for r in used],
+        color="tab:red",
+        label="removed a piece in use",
+        zorder=2,
+    )
     for r in used:
-        ax.annotate(" ".join(r.removed), (r.size, r.log_likelihood), textcoords="offset points",
-                    xytext=(4, 4), fontsize=8)
+        ax.annotate(
+            " ".join(r.removed), (r.size, r.log_likelihood), textcoords="offset points", xytext=(4, 4), fontsize=8
+        )
     ax.invert_xaxis()
     ax.set_xlabel("vocabulary size (pieces)")
     ax.set_ylabel("corpus log-likelihood")
