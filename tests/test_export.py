@@ -59,6 +59,7 @@ def test_nbgrader_version_has_a_solution_and_a_grade_cell_per_exercise(path, exp
     assert (exported / "nbgrader" / "nbgrader_config.py").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", GRADED, ids=lambda p: p.name)
 def test_nbgrader_grade_cells_pass_the_reference_and_fail_a_stub(path, exported):
     nb = nbformat.read(str(exported / "nbgrader" / "source" / path.stem / path.name), as_version=4)
@@ -97,6 +98,7 @@ def test_otter_master_has_a_question_block_per_exercise(path, exported):
         assert "import get_exercise" in cell.source and cell.outputs[0]["data"]["text/plain"] == "True"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", GRADED, ids=lambda p: p.name)
 def test_otter_tests_are_true_for_the_reference_and_false_for_a_stub(path, exported):
     nb = nbformat.read(str(exported / "otter" / path.stem / path.name), as_version=4)

@@ -315,6 +315,7 @@ def test_hidden_tests_must_name_course_exercises(tmp_path):
     assert [f.__name__ for f in tests.functions["stable_softmax"]] == ["test_stable_softmax__rows"]
 
 
+@pytest.mark.slow  # subprocesses or training: not in the quick loop (make test-fast)
 def test_cli_rejects_a_missing_folder(tmp_path):
     proc = _cli("grade", str(tmp_path / "nope"), "--out", str(tmp_path / "g.csv"))
     assert proc.returncode == 2 and "no such folder" in proc.stderr

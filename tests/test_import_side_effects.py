@@ -5,7 +5,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 
+
+@pytest.mark.slow  # subprocesses or training: not in the quick loop (make test-fast)
 def test_importing_every_module_has_no_side_effects():
     script = textwrap.dedent("""
         import os, pkgutil, importlib, random, sys

@@ -44,6 +44,7 @@ def trained():
     return model, losses, model.patterns(tokens)
 
 
+@pytest.mark.slow  # subprocesses or training: not in the quick loop (make test-fast)
 def test_model_learns_to_copy(trained):
     model, losses, _ = trained
     chance = math.log(model.cfg.d_vocab)

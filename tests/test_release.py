@@ -92,12 +92,14 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "course_utils.lab.cli", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow  # subprocesses or training: not in the quick loop (make test-fast)
 def test_cli_release_writes_student_notebooks(tmp_path):
     result = _run_cli("release", "--source", str(NOTEBOOK_DIR / "00_welcome.ipynb"), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "00_welcome.ipynb").exists()
 
 
+@pytest.mark.slow  # subprocesses or training: not in the quick loop (make test-fast)
 @pytest.mark.parametrize("source,fragment", [
     ("def f():\n    # BEGIN SOLUTION\n    return 1\n", "cell 1: the solution region opened at line 2 is never closed"),
     ("def f():\n    return 1\n    # END SOLUTION\n", "cell 1: line 3 closes a solution region that was never opened"),
@@ -112,6 +114,7 @@ def test_unmatched_markers_fail_without_writing(tmp_path, source, fragment):
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == [bad.name]
 
 
+@pytest.mark.slow  # subprocesses or training: not in the quick loop (make test-fast)
 def test_missing_path_and_non_notebook_fail_clearly(tmp_path):
     result = _run_cli("release", "--source", str(tmp_path / "nope"), "--out", str(tmp_path / "out"))
     assert result.returncode != 0 and "no such file or directory" in result.stderr

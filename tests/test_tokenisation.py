@@ -26,6 +26,7 @@ def trained(small_text):
     return ByteBPETokenizer.train(small_text, vocab_size=400, special_tokens=["<|endoftext|>", "<pad>"])
 
 
+@pytest.mark.slow  # subprocesses or training: not in the quick loop (make test-fast)
 def test_incremental_trainer_equals_naive_trainer(small_text):
     counts = chunk_counts(small_text)
     assert learn_merges(counts, 200) == learn_merges_naive(counts, 200)

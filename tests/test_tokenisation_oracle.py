@@ -82,6 +82,7 @@ def test_our_files_and_settings_match_tiktokens(oracles, name):
         assert pretokenise(text, real.load(name).pattern) == theirs.findall(text), repr(text[:40])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", real.NAMES)
 def test_whole_corpus_equals_tiktoken(oracles, name):
     text = load_corpus()

@@ -90,6 +90,7 @@ def test_bad_arguments_are_named(call, error, message):
         call()
 
 
+@pytest.mark.slow
 def test_training_is_seeded_and_lowers_the_loss():
     ids = _ids()
     train_ids, val_ids = split_tokens(ids)
@@ -158,6 +159,7 @@ def test_committed_checkpoint_loads_with_its_tokenizer_and_log():
     assert sum(p.numel() * 4 for p in ckpt["model"].parameters()) < 8e6  # "a few MB"
 
 
+@pytest.mark.slow
 def test_committed_checkpoint_starts_as_the_recipe_does():
     """The first steps of the recipe, rerun from the seed, give the committed log's first losses."""
     from course_utils.checkpoint import corpus_tokens, small_gpt_tokenizer
