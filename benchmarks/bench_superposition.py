@@ -6,11 +6,13 @@ shared machine slows both alike:
 
 * the course's chunked torch path, ``superposition.pairwise_angle_stats`` (blocks of rows against
   the rows after them, so only the upper triangle is computed; RMS, mean |dev|, worst pair and a
-  histogram), on the CPU (and on CUDA when present);
+  histogram), on the CPU and on
+  CUDA when present;
 * the one-matmul NumPy float32 version: the full 4,000 × 4,000 Gram matrix, its upper triangle,
   arcsin, RMS and max.
 
-Each reports the median of ``--repeats`` runs and the peak memory it added above the input
+Each reports the median and minimum of ``--repeats`` runs (and the machine's load average before and
+after: on a shared machine the minimum is the better guide) and the peak memory it added above the input
 (tracemalloc for NumPy; for torch on CPU the growth of the peak resident set (VmHWM, reset just
 before) in a fresh child process, since torch's CPU allocator is invisible to tracemalloc; ``torch.cuda.max_memory_allocated`` on GPU).
 """
@@ -38,6 +40,11 @@ def numpy_one_matmul(v: np.ndarray) -> tuple[float, float]:
     i, j = np.triu_indices(len(v), k=1)
     dev = np.degrees(np.arcsin(np.clip(gram[i, j], -1, 1)))
     return float(np.sqrt(np.mean(dev.astype(np.float64) ** 2))), float(np.abs(dev).max())
+
+
+def _load_average() -> str:
+    with open("/proc/loadavg") as loadavg:
+        return " ".join(loadavg.read().split()[:3])
 
 
 def _status_kib(field: str) -> int:
@@ -80,6 +87,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    load_before = _load_average()
     v = random_unit_vectors(N, D, seed=0)
     v_np = v.numpy()
     runs = {"torch chunked (CPU)": lambda: pairwise_angle_stats(v, chunk_size=args.chunk_size),
@@ -110,7 +118,7 @@ def main() -> None:
         runs["torch chunked (CUDA)"]()
         peaks["torch chunked (CUDA)"] = (torch.cuda.max_memory_allocated() - base) / 2**20
     print(f"{N:,} vectors x {D:,} dims, {stats.n_pairs:,} pairs, torch {torch.__version__}, {args.threads} thread(s), "
-          f"chunk {args.chunk_size}, median of {args.repeats}")
+          f"chunk {args.chunk_size}, median of {args.repeats}; load average {load_before} before, {_load_average()} after")
     print(f"RMS deviation: torch {stats.rms_deviation_deg:.5f} deg, NumPy {rms_np:.5f} deg; "
           f"worst pair: torch {stats.max_deviation_deg:.4f} deg, NumPy {max_np:.4f} deg")
     print("| version | median (s) | min (s) | peak extra memory (MiB) |")
@@ -118,7 +126,8 @@ def main() -> None:
     for name in runs:
         print(f"| {name} | {statistics.median(times[name]):.3f} | {min(times[name]):.3f} | {peaks[name]:.0f} |")
     ratio = statistics.median(times["torch chunked (CPU)"]) / statistics.median(times["NumPy one matmul"])
-    print(f"torch chunked / NumPy one matmul (medians): {ratio:.2f}")
+    ratio_min = min(times["torch chunked (CPU)"]) / min(times["NumPy one matmul"])
+    print(f"torch chunked / NumPy one matmul: {ratio:.2f} (medians), {ratio_min:.2f} (minima)")
     print(json.dumps({name: statistics.median(t) for name, t in times.items()}))
 
 

@@ -70,41 +70,108 @@ def _check_vectors(vectors) -> Tensor:
     return norms
 
 
-def pairwise_angle_stats(vectors: Float[Tensor, "n d"], chunk_size: int = 512, bins: int = 1800,
-                         progress: bool = False) -> AngleStats:
+_SPLIT_MACS = 1 << 28  # diagonal tiles above this many multiply-adds are halved (see _triangle_tiles)
+_HISTC_PIECE = 1 << 24  # float32 counts stay exact up to 2**24 per call
+
+
+def _gram(rows: Tensor, cols: Tensor) -> Tensor:
+    """``rows @ cols.T``: one block of the Gram matrix."""
+    return rows @ cols.T
+
+
+def _triangle_tiles(start: int, stop: int, dim: int):
+    """Tiles (r0, r1, c0, c1) covering the pairs start <= i < j < stop exactly once.
+
+    A diagonal tile (r0 == c0; only its strict upper triangle are pairs) costs twice the multiply-adds
+    it needs, so while one would be big (over ``_SPLIT_MACS``) it is halved: a rectangle (first half
+    × second half, every entry a pair) and two diagonal tiles of half the size. Small ones stay whole:
+    there a matmul call costs more than the wasted half.
+    """
+    size = stop - start
+    if size <= 1 or size * size * dim <= _SPLIT_MACS:
+        yield start, stop, start, stop
+        return
+    mid = start + size // 2
+    yield from _triangle_tiles(start, mid, dim)
+    yield start, mid, mid, stop
+    yield from _triangle_tiles(mid, stop, dim)
+
+
+def _add_angles(cos: Tensor, totals: Tensor, counts: Tensor, clamp: bool) -> None:
+    """Turn flat cosines (overwritten in place) into angle deviations and add them to the running totals.
+
+    ``totals`` is float64 [Σ dev², Σ |dev|, max |cos|] and ``counts`` a float64 histogram over −90°..90°
+    (radians). Sums are taken in float32 (pairwise summation, accurate to ~1e-7) and added in float64.
+    """
+    low, high = torch.aminmax(cos)
+    totals[2] = torch.maximum(totals[2], torch.maximum(-low, high))
+    if clamp or low < -1.0 or high > 1.0:  # rounding can step just past ±1
+        cos.clamp_(-1.0, 1.0)
+    deviation = cos.asin_()  # radians; angle − 90° = −asin(cos), the sign is irrelevant here
+    bins = counts.numel()
+    for piece in deviation.split(_HISTC_PIECE):  # histc counts in the input's dtype: float32 is exact below 2**24
+        counts += torch.histc(piece, bins=bins, min=-math.pi / 2, max=math.pi / 2)
+    acc = torch.promote_types(cos.dtype, torch.float32)
+    totals[1] += deviation.abs_().sum(dtype=acc)
+    totals[0] += deviation.square_().sum(dtype=acc)
+
+
+def pairwise_angle_stats(
+    vectors: Float[Tensor, "n d"], chunk_size: int = 512, bins: int = 1800, progress: bool = False
+) -> AngleStats:
     """Angle statistics over all n(n−1)/2 pairs, computed a block of rows at a time on ``vectors.device``.
 
-    Block i compares rows i:i+chunk with rows i: only (the upper triangle), dividing each dot product
-    by the two norms, so the extra memory is O(chunk · n) (no normalised copy of the input) and
-    half the full Gram matrix's work is skipped.
+    Block i compares rows i:i+chunk with the rows after them (a chunk × (n − i − chunk) rectangle,
+    every entry a pair) and with each other (the chunk's own upper triangle, in halving tiles while
+    they are big, so little of the lower half is ever computed); each dot product is multiplied by
+    the two inverse norms. So the extra memory is O(chunk · n) (no normalised copy of the input) and
+    half the full Gram matrix's work is skipped. Cosines become angles in place (arcsin); the chunks'
+    own triangles (n · chunk / 2 values) are collected and binned together at the end.
     ``pairwise_angle_stats(torch.eye(3)).max_deviation_deg`` -> ``0.0`` (all pairs perpendicular).
     """
     norms = _check_vectors(vectors)
     chunk_size, bins = positive_int("chunk_size", chunk_size), positive_int("bins", bins)
     n, d = vectors.shape
-    sum_sq = torch.zeros((), dtype=torch.float64, device=vectors.device)
-    sum_abs = torch.zeros((), dtype=torch.float64, device=vectors.device)
-    max_abs_cos = torch.zeros((), dtype=vectors.dtype, device=vectors.device)
-    counts = torch.zeros(bins, dtype=torch.float64, device=vectors.device)
-    for start in tqdm(range(0, n - 1, chunk_size), desc=f"pairs (d={d})", disable=not progress, leave=False):
-        stop = min(start + chunk_size, n)
-        block = vectors[start:stop] @ vectors[start:].T  # (chunk, n - start): rows i, columns j >= start
-        block /= norms[start:stop, None] * norms[None, start:]  # cosines
-        i, j = torch.triu_indices(stop - start, stop - start, offset=1, device=vectors.device)
-        for cos in (block[i, j], block[:, stop - start:].reshape(-1)):  # pairs inside the block, then to its right
-            if not cos.numel():
-                continue
-            deviation = torch.asin(cos.clamp(-1.0, 1.0))  # radians; angle − 90° = −asin(cos), the sign is irrelevant here
-            sum_sq += torch.dot(deviation, deviation).double()
-            sum_abs += deviation.abs().sum(dtype=torch.float64)
-            max_abs_cos = torch.maximum(max_abs_cos, cos.abs().max())
-            counts += torch.histc(deviation, bins=bins, min=-math.pi / 2, max=math.pi / 2).double()
+    device = vectors.device
+    clamp = device.type != "cpu"  # on the CPU, clamp only when a cosine is past ±1 (checking is free there)
+    with torch.no_grad():
+        vectors = vectors.detach().contiguous()
+        inv_norms = 1.0 / norms.detach()
+        totals = torch.zeros(3, dtype=torch.float64, device=device)  # Σ dev², Σ |dev|, max |cos|
+        counts = torch.zeros(bins, dtype=torch.float64, device=device)
+        width = min(chunk_size, n)
+        square = torch.zeros(width, width, dtype=vectors.dtype, device=device)  # one chunk's own cosines
+        upper = {}  # chunk size -> flat positions in ``square`` of its strict upper triangle (i < j)
+        sizes = [min(chunk_size, n - start) for start in range(0, n - 1, chunk_size)]
+        inside = torch.empty(sum(s * (s - 1) // 2 for s in sizes), dtype=vectors.dtype, device=device)
+        filled = 0
+        for start in tqdm(range(0, n - 1, chunk_size), desc=f"pairs (d={d})", disable=not progress, leave=False):
+            stop = min(start + chunk_size, n)
+            size = stop - start
+            if stop < n:  # the chunk against every row after it
+                right = _gram(vectors[start:stop], vectors[stop:])
+                _add_angles(
+                    right.mul_(inv_norms[start:stop, None]).mul_(inv_norms[None, stop:]).view(-1), totals, counts, clamp
+                )
+            for r0, r1, c0, c1 in _triangle_tiles(start, stop, d):  # the chunk's own pairs
+                square[r0 - start : r1 - start, c0 - start : c1 - start] = _gram(vectors[r0:r1], vectors[c0:c1])
+            square[:size, :size].mul_(inv_norms[start:stop, None]).mul_(inv_norms[None, start:stop])
+            if size not in upper:
+                i, j = torch.triu_indices(size, size, offset=1, device=device)
+                upper[size] = i * width + j
+            torch.index_select(square.view(-1), 0, upper[size], out=inside[filled : filled + len(upper[size])])
+            filled += len(upper[size])
+        if inside.numel():
+            _add_angles(inside, totals, counts, clamp)
     n_pairs = n * (n - 1) // 2
-    worst = min(float(max_abs_cos), 1.0)
+    sum_sq, sum_abs, max_abs_cos = totals.tolist()
+    worst = min(max_abs_cos, 1.0)
     return AngleStats(
-        n_vectors=n, dim=d, n_pairs=n_pairs,
-        rms_deviation_deg=math.degrees(math.sqrt(float(sum_sq) / n_pairs)),
-        mean_abs_deviation_deg=math.degrees(float(sum_abs) / n_pairs),
+        n_vectors=n,
+        dim=d,
+        n_pairs=n_pairs,
+        rms_deviation_deg=math.degrees(math.sqrt(sum_sq / n_pairs)),
+        mean_abs_deviation_deg=math.degrees(sum_abs / n_pairs),
         max_deviation_deg=math.degrees(math.asin(worst)),
         max_abs_cos=worst,
         hist_counts=counts.flip(0).cpu(),  # deviation −90°..90° is angle 180°..0°: flip to ascending angle
@@ -145,7 +212,9 @@ def fit_power_law(x, y) -> tuple[float, float]:
     x = torch.as_tensor(x, dtype=torch.float64)
     y = torch.as_tensor(y, dtype=torch.float64)
     if x.ndim != 1 or x.shape != y.shape or x.numel() < 2:
-        raise ValueError(f"x and y must be 1-d with the same length of at least 2, got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"x and y must be 1-d with the same length of at least 2, got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     if not ((x > 0).all() and (y > 0).all()):
         raise ValueError("x and y must be positive to fit a power law")
     design = torch.stack([torch.ones_like(x), x.log()], dim=1)  # (points, 2)

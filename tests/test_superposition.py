@@ -40,6 +40,55 @@ def test_angle_stats_match_numpy_float64_for_any_chunk_size(chunk_size):
     assert stats.hist_counts.sum().item() == len(angles)
 
 
+@pytest.mark.parametrize("chunk_size", [1, 5, 64, 300, 512])
+def test_float32_angle_stats_match_numpy_float64(chunk_size):
+    """The float32 path (in-place arcsin, float32 partial sums)."""
+    v = torch.randn(300, 40, generator=torch.Generator().manual_seed(1)) * 2.0
+    angles, rms, mean_abs, worst = _numpy_oracle(v.double().numpy())
+    stats = pairwise_angle_stats(v, chunk_size=chunk_size, bins=180)
+    assert stats.rms_deviation_deg == pytest.approx(rms, rel=1e-5)
+    assert stats.mean_abs_deviation_deg == pytest.approx(mean_abs, rel=1e-5)
+    assert stats.max_deviation_deg == pytest.approx(worst, rel=1e-5)
+    assert stats.max_abs_cos == pytest.approx(math.sin(math.radians(worst)), rel=1e-5)
+    counts, _ = np.histogram(angles, bins=180, range=(0, 180))
+    assert np.abs(stats.hist_counts.numpy() - counts).sum() <= 4  # float32 rounding can move a pair across an edge
+    assert stats.hist_counts.sum().item() == len(angles)
+
+
+@pytest.mark.parametrize("start,stop,dim", [(0, 1, 10**9), (3, 10, 1 << 24), (0, 512, 12_288), (100, 613, 12_288), (0, 37, 1 << 28),
+                                             (0, 512, 100)])
+def test_triangle_tiles_cover_every_pair_once(start, stop, dim):
+    from course_utils.superposition import _SPLIT_MACS, _triangle_tiles
+    seen = np.zeros((stop, stop), dtype=int)
+    tiles = list(_triangle_tiles(start, stop, dim))
+    for r0, r1, c0, c1 in tiles:
+        assert start <= r0 < r1 <= stop and start <= c0 < c1 <= stop
+        tile = seen[r0:r1, c0:c1]
+        tile += np.triu(np.ones_like(tile), 1) if r0 == c0 else 1
+        assert r0 == c0 or r1 <= c0  # off-diagonal tiles lie wholly above the diagonal
+        assert r0 != c0 or r1 - r0 == 1 or (r1 - r0) ** 2 * dim <= _SPLIT_MACS or len(tiles) == 1
+    expected = np.triu(np.ones((stop, stop), dtype=int), 1)
+    expected[:start] = 0
+    assert (seen == expected).all()
+    if (stop - start) ** 2 * dim <= _SPLIT_MACS:
+        assert tiles == [(start, stop, start, stop)]  # small: one tile
+
+
+def test_identical_directions_are_zero_degrees_apart_without_nan():
+    v = torch.randn(40, 6, generator=torch.Generator().manual_seed(0))
+    stats = pairwise_angle_stats(torch.cat([v, 2.5 * v[:3]]), chunk_size=16)  # three pairs at exactly 0°
+    assert stats.max_abs_cos == 1.0 and stats.max_deviation_deg == 90.0
+    assert math.isfinite(stats.rms_deviation_deg) and stats.hist_counts.sum().item() == stats.n_pairs
+    assert stats.hist_counts[0].item() >= 3
+
+
+def test_notebook_06_numbers_at_d_100():
+    """The values notebook 06 prints for 4,000 random unit vectors in 100 dimensions (seed 0)."""
+    s = pairwise_angle_stats(random_unit_vectors(4_000, 100, seed=0))
+    printed = f"{s.rms_deviation_deg:.2f} {s.mean_abs_deviation_deg:.2f} {s.max_deviation_deg:.2f} {s.max_abs_cos:.4f}"
+    assert printed == "5.76 4.60 29.23 0.4883"
+
+
 def test_small_gram_summary_agrees_with_the_chunked_path():
     v = random_unit_vectors(200, 50, seed=3)
     summary = angle_deviation_summary(v)
