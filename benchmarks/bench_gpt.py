@@ -3,19 +3,26 @@
 1. Training throughput (tokens/s: forward + backward + AdamW step) of the course ``GPT``
    (``impl="fused"``) against a same-size model built from PyTorch's own
    ``nn.TransformerEncoderLayer`` (pre-norm, causal mask, no dropout, untied output layer like
-   ours): n_layers 4, n_heads 4, d_model 128, n_ctx 128, batch 16, vocabulary 1,000. The two
-   models are stepped alternately in one process, so a busy moment slows both alike.
+   ours; exact GELU, the baseline): n_layers 4, n_heads 4, d_model 128, n_ctx 128, batch 16,
+   vocabulary 1,000. For reference a third model, the same with the course model's tanh GELU
+   (GPT-2's, dearer on the CPU). The models are stepped alternately in one process, so a busy
+   moment slows them alike.
 2. Generation of 256 new tokens (greedy, batch 1, a 16- and a 128-token prompt) with the KV cache against
    recomputing the whole sequence every step, on the same model (n_ctx 512 so 272 tokens fit),
    both through the fused kernels (``impl="fused"``); both must give the same tokens.
 
-Run: ``python benchmarks/bench_gpt.py --repeats 7`` and paste the tables into
-``benchmarks/RESULTS_gpt.md``. Not a test.
+Every measurement alternates the two sides repeat by repeat, and reports the median time of each
+and two ratios: of the medians, and the median of the per-repeat (paired) ratios, which a load
+spike on this shared 2-core machine disturbs least. The load average is printed before and after.
+
+Run: ``python benchmarks/bench_gpt.py --repeats 7`` (``--threads 1`` when the machine is busy) and
+paste the tables into ``benchmarks/RESULTS_gpt.md``. Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import statistics
 import time
 
@@ -32,11 +39,11 @@ CFG = GPTConfig(d_vocab=1000, n_ctx=128, d_model=128, n_heads=4, n_layers=4, tie
 class TorchEncoderGPT(nn.Module):
     """The same sizes from PyTorch's building blocks: embeddings, TransformerEncoder (norm_first, causal), LayerNorm, Linear."""
 
-    def __init__(self, cfg: GPTConfig):
+    def __init__(self, cfg: GPTConfig, activation="gelu"):
         super().__init__()
         self.tok = nn.Embedding(cfg.d_vocab, cfg.d_model)
         self.pos = nn.Parameter(0.02 * torch.randn(cfg.n_ctx, cfg.d_model))
-        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_mlp, dropout=0.0, activation="gelu",
+        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_mlp, dropout=0.0, activation=activation,
                                            batch_first=True, norm_first=True)
         self.blocks = nn.TransformerEncoder(layer, cfg.n_layers, enable_nested_tensor=False)
         self.ln = nn.LayerNorm(cfg.d_model)
@@ -49,9 +56,16 @@ class TorchEncoderGPT(nn.Module):
         return self.head(self.ln(x))
 
 
+def _gelu_tanh(x):
+    return nn.functional.gelu(x, approximate="tanh")
+
+
 def throughput(repeats: int, batch: int = 16) -> dict:
+    """Tokens/s of the course GPT, the torch model (exact GELU, the baseline) and, for reference, the torch
+    model with the course model's activation (GPT-2's tanh GELU, which costs more on the CPU)."""
     torch.manual_seed(0)
-    models = {"course GPT (fused)": GPT(CFG), "nn.TransformerEncoderLayer": TorchEncoderGPT(CFG)}
+    models = {"course GPT (fused)": GPT(CFG), "nn.TransformerEncoderLayer": TorchEncoderGPT(CFG),
+              "nn.TransformerEncoderLayer, tanh GELU": TorchEncoderGPT(CFG, activation=_gelu_tanh)}
     params = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
     opts = {name: torch.optim.AdamW(m.parameters(), lr=1e-3) for name, m in models.items()}
     data = torch.randint(0, CFG.d_vocab, (batch, CFG.n_ctx + 1), generator=torch.Generator().manual_seed(0))
@@ -73,7 +87,12 @@ def throughput(repeats: int, batch: int = 16) -> dict:
             step(name)
             times[name].append(time.perf_counter() - start)
     tokens = batch * CFG.n_ctx
-    return {name: {"tokens_per_s": tokens / statistics.median(t), "params": params[name]} for name, t in times.items()}
+    course, torch_name, torch_tanh = list(models)
+    return {"models": {name: {"tokens_per_s": tokens / statistics.median(t), "params": params[name]}
+                       for name, t in times.items()},
+            "ratio_of_medians": statistics.median(times[torch_name]) / statistics.median(times[course]),
+            "paired_ratio": statistics.median(b / a for a, b in zip(times[course], times[torch_name])),
+            "paired_ratio_tanh": statistics.median(b / a for a, b in zip(times[course], times[torch_tanh]))}
 
 
 def kv_cache(repeats: int, n_new: int = 256, n_prompt: int = 16) -> dict:
@@ -90,24 +109,42 @@ def kv_cache(repeats: int, n_new: int = 256, n_prompt: int = 16) -> dict:
             times[name].append(time.perf_counter() - start)
     med = {k: statistics.median(v) for k, v in times.items()}
     return {"same_tokens": same, "cache_s": med["cache"], "recompute_s": med["recompute"],
-            "speedup": med["recompute"] / med["cache"]}
+            "speedup": med["recompute"] / med["cache"],
+            "paired_speedup": statistics.median(r / c for c, r in zip(times["cache"], times["recompute"]))}
+
+
+def load_average() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: torch's choice); 1 is steadier while other jobs share the cores")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"{datetime.datetime.now():%Y-%m-%d %H:%M}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"load average {load_average()} at the start")
     tp = throughput(max(args.repeats, 5) * 3)
     print("| model | parameters | tokens/s (median) |\n|---|---|---|")
-    for name, r in tp.items():
+    for name, r in tp["models"].items():
         print(f"| {name} | {r['params']:,} | {r['tokens_per_s']:,.0f} |")
-    names = list(tp)
-    print(f"ratio course / torch: {tp[names[0]]['tokens_per_s'] / tp[names[1]]['tokens_per_s']:.2f}")
-    print("| prompt + 256 new tokens | KV cache s | recompute s | speed-up | same tokens |\n|---|---|---|---|---|")
+    print(f"ratio course / torch: {tp['ratio_of_medians']:.2f} (of the medians), {tp['paired_ratio']:.2f} (median of "
+          f"the paired steps); against the tanh-GELU torch model {tp['paired_ratio_tanh']:.2f} (paired); "
+          f"load average {load_average()}")
+    print("| prompt + 256 new tokens | KV cache s | recompute s | speed-up (of medians) | speed-up (paired) | same tokens |"
+          "\n|---|---|---|---|---|---|")
     for n_prompt in (16, 128):
         kv = kv_cache(args.repeats, n_prompt=n_prompt)
-        print(f"| {n_prompt} + 256 | {kv['cache_s']:.3f} | {kv['recompute_s']:.3f} | {kv['speedup']:.1f}x | {kv['same_tokens']} |")
+        print(f"| {n_prompt} + 256 | {kv['cache_s']:.3f} | {kv['recompute_s']:.3f} | {kv['speedup']:.1f}x | "
+              f"{kv['paired_speedup']:.1f}x | {kv['same_tokens']} |")
+    print(f"load average {load_average()} at the end")
 
 
 if __name__ == "__main__":

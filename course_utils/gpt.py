@@ -79,25 +79,39 @@ class GPTConfig:
         return cls(**d)
 
 
+def _qkv_weight(attn: MultiHeadAttention) -> tuple[Tensor, Tensor | None]:
+    """W_Q, W_K, W_V side by side as one (d_model, 3·head·d_head) matrix, and their biases as one row."""
+    W_QKV = torch.cat([attn.W_Q, attn.W_K, attn.W_V])  # (3·head, d_model, d_head)
+    W_QKV = W_QKV.permute(1, 0, 2).reshape(attn.d_model, -1)  # (d_model, 3·head·d_head)
+    b_QKV = None if attn.b_Q is None else torch.cat([attn.b_Q, attn.b_K, attn.b_V]).reshape(-1)
+    return W_QKV, b_QKV
+
+
+def _linear(x: Tensor, W: Tensor, b: Tensor | None) -> Tensor:
+    """``x @ W + b`` for a 2-d ``x``, in one kernel (``addmm``) when there is a bias."""
+    return x @ W if b is None else torch.addmm(b, x, W)
+
+
 def fused_qkv(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]):
     """q, k, v of every head in one matmul over the module's W_Q, W_K, W_V side by side: 3 × (batch, head, pos, d_head)."""
     batch, pos, d_model = x.shape
-    W_QKV = torch.cat([attn.W_Q, attn.W_K, attn.W_V])  # (3·head, d_model, d_head)
-    W_QKV = W_QKV.permute(1, 0, 2).reshape(d_model, -1)  # (d_model, 3·head·d_head)
-    qkv = x.reshape(-1, d_model) @ W_QKV  # (batch·pos, 3·head·d_head)
-    if attn.b_Q is not None:
-        qkv = qkv + torch.cat([attn.b_Q, attn.b_K, attn.b_V]).reshape(-1)
+    W_QKV, b_QKV = _qkv_weight(attn)
+    qkv = _linear(x.reshape(-1, d_model), W_QKV, b_QKV)  # (batch·pos, 3·head·d_head)
     return qkv.reshape(batch, pos, 3, attn.n_heads, -1).permute(2, 0, 3, 1, 4)  # (3, batch, head, pos, d_head)
 
 
-def fused_out(attn: MultiHeadAttention, z: Float[Tensor, "batch head pos d_head"]) -> Float[Tensor, "batch pos d_model"]:
+def fused_out(
+    attn: MultiHeadAttention, z: Float[Tensor, "batch head pos d_head"]
+) -> Float[Tensor, "batch pos d_model"]:
     """The heads' outputs side by side, through W_O seen as one (head·d_head, d_model) matrix, plus b_O."""
     batch, _, pos, _ = z.shape
-    out = z.transpose(1, 2).reshape(batch, pos, attn.d_model) @ attn.W_O.reshape(-1, attn.d_model)
-    return out if attn.b_O is None else out + attn.b_O
+    out = _linear(z.transpose(1, 2).reshape(batch * pos, attn.d_model), attn.W_O.reshape(-1, attn.d_model), attn.b_O)
+    return out.reshape(batch, pos, attn.d_model)
 
 
-def fused_attention(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
+def fused_attention(
+    attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]
+) -> Float[Tensor, "batch pos d_model"]:
     """Causal ``attn(x)`` in three kernels: one matmul for Q, K and V, PyTorch's fused attention, one for W_O.
 
     Same numbers as ``attn(x, causal_mask(pos))`` (tested); it reads the module's own parameters.
@@ -108,17 +122,41 @@ def fused_attention(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_mode
 
 def fused_mlp(mlp: MLP, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
     """``mlp(x)`` with PyTorch's built-in activation (same numbers, tested)."""
-    hidden = x @ mlp.W_in if mlp.b_in is None else torch.addmm(mlp.b_in, x.reshape(-1, x.shape[-1]), mlp.W_in)
-    out = _ACTIVATIONS[mlp.activation](hidden) @ mlp.W_out  # (batch·pos, d_model)
-    out = out.reshape(x.shape)
-    return out if mlp.b_out is None else out + mlp.b_out
+    hidden = _linear(x.reshape(-1, x.shape[-1]), mlp.W_in, mlp.b_in)  # (batch·pos, d_mlp)
+    return _linear(_ACTIVATIONS[mlp.activation](hidden), mlp.W_out, mlp.b_out).reshape(x.shape)
+
+
+def _fused_pre_norm_block(block: "Block", x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
+    """A pre-norm block for training: the maths of ``Block.forward`` in as few kernels (and copies) as possible.
+
+    ``F.layer_norm``; one ``addmm`` for Q, K and V of every head; SDPA with ``is_causal``; one
+    ``addmm`` that adds the residual stream to the heads' writes through W_O; the MLP in two
+    ``addmm``. No argument checks: ``GPT.forward`` checked the tokens, the shapes follow from them.
+    """
+    attn, mlp, ln1, ln2 = block.attn, block.mlp, block.ln1, block.ln2
+    batch, pos, d_model = x.shape
+    x = x.reshape(batch * pos, d_model)  # the residual stream, one row per position
+    W_QKV, b_QKV = _qkv_weight(attn)
+    qkv = _linear(F.layer_norm(x, (d_model,), ln1.w, ln1.b, ln1.eps), W_QKV, b_QKV)  # (batch·pos, 3·d_model)
+    q, k, v = qkv.view(batch, pos, 3, attn.n_heads, attn.d_head).permute(2, 0, 3, 1, 4)  # (batch, head, pos, d_head)
+    z = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch * pos, d_model)
+    x = torch.addmm(x, z, attn.W_O.reshape(d_model, d_model))  # x + the heads' writes, summed
+    if attn.b_O is not None:
+        x = x + attn.b_O
+    hidden = _linear(F.layer_norm(x, (d_model,), ln2.w, ln2.b, ln2.eps), mlp.W_in, mlp.b_in)  # (batch·pos, d_mlp)
+    x = torch.addmm(x, _ACTIVATIONS[mlp.activation](hidden), mlp.W_out)  # x + the MLP's write
+    if mlp.b_out is not None:
+        x = x + mlp.b_out
+    return x.view(batch, pos, d_model)
 
 
 class Block(nn.Module):
     """One causal transformer block. Pre-norm: ``x + attn(ln1(x))``, then ``+ mlp(ln2(·))``; post-norm: ``ln1(x + attn(x))`` ...
 
     ``impl="reference"`` runs the modules of notebooks 05 and 06 as written; ``"fused"`` the same
-    maths through PyTorch's kernels (``fused_attention``, ``fused_mlp``), for training.
+    maths through PyTorch's kernels, for training: a pre-norm block as ``_fused_pre_norm_block``
+    (one matmul for Q, K and V, SDPA, the residual added inside the output matmuls), a post-norm one
+    through ``fused_attention`` and ``fused_mlp``. The parameters are the same in both.
     """
 
     def __init__(self, cfg: GPTConfig):
@@ -142,7 +180,11 @@ class Block(nn.Module):
         attn_out = attn(self.ln1(x))  # (batch, pos, d_model)
         return attn_out, mlp(self.ln2(x + attn_out))
 
-    def forward(self, x: Float[Tensor, "batch pos d_model"], impl: str = "reference") -> Float[Tensor, "batch pos d_model"]:
+    def forward(
+        self, x: Float[Tensor, "batch pos d_model"], impl: str = "reference"
+    ) -> Float[Tensor, "batch pos d_model"]:
+        if impl == "fused" and self.norm == "pre":
+            return _fused_pre_norm_block(self, x)
         if self.norm == "post":  # the 2017 arrangement: normalise after each addition
             attn, mlp = self._sublayers(impl)
             x = self.ln1(x + attn(x))
@@ -153,8 +195,15 @@ class Block(nn.Module):
 
 def check_tokens(tokens, cfg: GPTConfig) -> Int[Tensor, "batch pos"]:
     """Token ids as a (batch, pos) integer tensor, checked against the vocabulary and the context."""
-    if not isinstance(tokens, Tensor) or tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-        raise TypeError(f"tokens must be an integer torch.Tensor of token ids, got {getattr(tokens, 'dtype', type(tokens).__name__)}")
+    if (
+        not isinstance(tokens, Tensor)
+        or tokens.is_floating_point()
+        or tokens.is_complex()
+        or tokens.dtype == torch.bool
+    ):
+        raise TypeError(
+            f"tokens must be an integer torch.Tensor of token ids, got {getattr(tokens, 'dtype', type(tokens).__name__)}"
+        )
     if tokens.ndim == 1:
         tokens = tokens[None]  # (1, pos)
     if tokens.ndim != 2 or tokens.shape[1] == 0:
@@ -172,7 +221,8 @@ class GPT(nn.Module):
     """``GPT(GPTConfig(d_vocab=50))(torch.tensor([[1, 2, 3]]))`` -> logits of shape (1, 3, 50).
 
     Row ``i`` of the logits scores every token as the one after position ``i``. ``impl="fused"``
-    runs attention through PyTorch's fused kernel (same numbers, tested); the default is readable.
+    runs the same maths through PyTorch's kernels (fused attention, ``addmm``, ``F.layer_norm``;
+    same numbers up to float rounding, gradients too, tested), for training; the default is readable.
     """
 
     def __init__(self, cfg: GPTConfig):
@@ -211,16 +261,27 @@ class GPT(nn.Module):
 
     def embed(self, tokens: Int[Tensor, "batch pos"], start: int = 0) -> Float[Tensor, "batch pos d_model"]:
         """Token embedding plus the position embedding of positions ``start .. start + pos - 1``."""
-        return self.W_E[tokens] + self.W_pos[start:start + tokens.shape[1]]  # (batch, pos, d_model)
+        return self.W_E[tokens] + self.W_pos[start : start + tokens.shape[1]]  # (batch, pos, d_model)
 
     def unembed(self, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_vocab"]:
         return self.ln_final(x) @ self.unembedding()  # (batch, pos, d_vocab)
 
     def forward(self, tokens: Int[Tensor, "batch pos"], impl: str = "reference") -> Float[Tensor, "batch pos d_vocab"]:
-        x = self.embed(check_tokens(tokens, self.cfg))  # (batch, pos, d_model)
+        tokens = check_tokens(tokens, self.cfg)
+        if impl == "fused" and self.cfg.norm == "pre":
+            return self._fused_forward(tokens)
+        x = self.embed(tokens)  # (batch, pos, d_model)
         for block in self.blocks:
             x = block(x, impl=impl)
         return self.unembed(x)
+
+    def _fused_forward(self, tokens: Int[Tensor, "batch pos"]) -> Float[Tensor, "batch pos d_vocab"]:
+        """``forward`` of a pre-norm model through PyTorch's kernels (``_fused_pre_norm_block``), for training."""
+        x = F.embedding(tokens, self.W_E) + self.W_pos[: tokens.shape[1]]  # (batch, pos, d_model)
+        for block in self.blocks:
+            x = _fused_pre_norm_block(block, x)
+        ln = self.ln_final
+        return F.layer_norm(x, (ln.d_model,), ln.w, ln.b, ln.eps) @ self.unembedding()  # (batch, pos, d_vocab)
 
     def residual_writes(self, tokens: Int[Tensor, "batch pos"]) -> dict[str, Float[Tensor, "batch pos d_model"]]:
         """Everything written into the residual stream, in order; their sum is the final stream (pre-norm only)."""
@@ -257,11 +318,17 @@ def check_state_dict(model: nn.Module, state_dict: dict) -> None:
     expected = model.state_dict()
     problems = [f"missing {k}" for k in expected if k not in state_dict]
     problems += [f"unexpected {k}" for k in state_dict if k not in expected]
-    problems += [f"{k}: checkpoint has shape {tuple(v.shape)}, the config needs {tuple(expected[k].shape)}"
-                 for k, v in state_dict.items() if k in expected and tuple(getattr(v, "shape", ())) != tuple(expected[k].shape)]
+    problems += [
+        f"{k}: checkpoint has shape {tuple(v.shape)}, the config needs {tuple(expected[k].shape)}"
+        for k, v in state_dict.items()
+        if k in expected and tuple(getattr(v, "shape", ())) != tuple(expected[k].shape)
+    ]
     if problems:
-        raise ValueError("the weights do not match the model's config: " + "; ".join(problems[:6])
-                         + (f" (and {len(problems) - 6} more)" if len(problems) > 6 else ""))
+        raise ValueError(
+            "the weights do not match the model's config: "
+            + "; ".join(problems[:6])
+            + (f" (and {len(problems) - 6} more)" if len(problems) > 6 else "")
+        )
 
 
 @torch.no_grad()

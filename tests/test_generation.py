@@ -1,5 +1,6 @@
 """Generation: the KV cache gives the logits and tokens of recomputing (greedy and seeded sampling),
-cached attention against torch's causal SDPA, and clear errors for bad prompts and settings."""
+cached attention against torch's causal SDPA, the fused cache's buffers (growing, continued two
+ways, mixed with the reference cache, filled to n_ctx), and clear errors for bad prompts and settings."""
 
 import pytest
 import torch
@@ -119,3 +120,90 @@ def test_fused_cache_equals_the_reference_cache(chunks):
         start += n
     assert torch.equal(generate(model, tokens[:, :3], 15, temperature=0, impl="fused"),
                        generate(model, tokens[:, :3], 15, temperature=0, use_cache=False, impl="fused"))
+
+
+def _cached_logits(model, tokens, chunks, impl="fused", cache=None, start=0):
+    parts = []
+    for n in chunks:
+        logits, cache = forward_with_cache(model, tokens[:, start:start + n], cache, impl=impl)
+        parts.append(logits)
+        start += n
+    return torch.cat(parts, dim=1), cache
+
+
+def test_fused_cache_grows_past_its_first_buffer_and_matches_recomputing():
+    model, tokens = _model(), _prompt(2, 32)  # n_ctx 32: the buffers grow 3 -> 6 -> 12 -> 24 -> 32
+    logits, cache = _cached_logits(model, tokens, [3] + [1] * 26 + [3])
+    assert cache.length == 32 and cache.keys[0].shape == (2, 3, 32, 8)
+    rtol, atol = tolerance(torch.float32)
+    with torch.no_grad():
+        torch.testing.assert_close(logits, model(tokens), rtol=rtol, atol=10 * atol)
+
+
+def test_fused_cache_continued_two_ways_keeps_both_continuations():
+    model, a, b = _model(), _prompt(1, 9, seed=1), _prompt(1, 9, seed=2)
+    b[:, :5] = a[:, :5]  # same first 5 tokens, then different ones
+    _, shared = forward_with_cache(model, a[:, :5], impl="fused")
+    logits_a, cache_a = _cached_logits(model, a, [1, 3], cache=shared, start=5)
+    logits_b, cache_b = _cached_logits(model, b, [2, 2], cache=shared, start=5)  # reuses `shared` after a wrote past it
+    rtol, atol = tolerance(torch.float32)
+    with torch.no_grad():
+        torch.testing.assert_close(logits_a, model(a)[:, 5:], rtol=rtol, atol=10 * atol)
+        torch.testing.assert_close(logits_b, model(b)[:, 5:], rtol=rtol, atol=10 * atol)
+    for cache, tokens in ((cache_a, a), (cache_b, b)):  # each cache still holds its own keys
+        reference = _cached_logits(model, tokens, [9], impl="reference")[1]
+        for mine, theirs in zip(cache.keys + cache.values, reference.keys + reference.values):
+            torch.testing.assert_close(mine, theirs, rtol=rtol, atol=10 * atol)
+    assert shared.length == 5
+
+
+def test_reference_and_fused_caches_can_be_mixed():
+    model, tokens = _model(), _prompt(2, 12)
+    _, cache = forward_with_cache(model, tokens[:, :4], impl="reference")
+    fused_logits, cache = _cached_logits(model, tokens, [3, 1], cache=cache, start=4)  # reference cache -> fused step
+    ref_logits, cache = _cached_logits(model, tokens, [2, 2], impl="reference", cache=cache, start=8)  # and back
+    rtol, atol = tolerance(torch.float32)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.cat([fused_logits, ref_logits], dim=1), model(tokens)[:, 4:], rtol=rtol, atol=10 * atol)
+    assert cache.length == 12
+
+
+@pytest.mark.parametrize("impl", ["reference", "fused"])
+def test_generate_fills_the_context_exactly_with_the_cache(impl):
+    model, prompt = _model(), _prompt(2, 20)
+    out = generate(model, prompt, 13, temperature=0, impl=impl)  # 20 + 13 - 1 = 32 = n_ctx positions fed
+    assert torch.equal(out, generate(model, prompt, 13, temperature=0, use_cache=False, impl=impl))
+    with pytest.raises(ValueError, match="use_cache=False"):
+        generate(model, prompt, 14, temperature=0, impl=impl)
+
+
+@pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=0.9, top_k=7), dict(temperature=1.1, top_p=0.7)])
+def test_fused_cache_samples_the_tokens_of_the_reference_cache(settings):
+    model, prompt = _model(), _prompt(3, 4)
+    runs = [generate(model, prompt, 25, generator=torch.Generator().manual_seed(5), impl=impl, use_cache=use_cache, **settings)
+            for impl in ("reference", "fused") for use_cache in (True, False)]
+    assert all(torch.equal(runs[0], run) for run in runs[1:])
+
+
+def test_generate_returns_an_ordinary_tensor_and_restores_the_mode():
+    model = _model().train()
+    out = generate(model, _prompt(1, 4).int(), 5, temperature=0, impl="fused")
+    assert model.training and out.dtype == torch.int64 and not out.is_inference()
+    loss = model(out[:, :-1], impl="fused").logsumexp(-1).mean()  # the tokens can feed a training step
+    loss.backward()
+    assert model.W_E.grad is not None
+    prompt = _prompt(1, 4)
+    assert generate(model, prompt, 0) is prompt
+
+
+def test_fused_cache_errors_are_clear():
+    model = _model()
+    _, cache = forward_with_cache(model, _prompt(2, 4), impl="fused")
+    with pytest.raises(ValueError, match="the cache holds 2 sequences but tokens has 1 rows"):
+        forward_with_cache(model, _prompt(1, 1), cache, impl="fused")
+    with pytest.raises(ValueError, match="n_ctx=32; generate with use_cache=False"):
+        forward_with_cache(model, _prompt(2, 29), cache, impl="fused")
+    with pytest.raises(ValueError, match="impl must be"):
+        generate(model, _prompt(), 3, impl="fast")
+    with pytest.raises(ValueError, match="impl must be"):
+        generate(model, _prompt(), 3, impl="fast", use_cache=False)

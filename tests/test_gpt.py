@@ -80,6 +80,31 @@ def test_fused_path_matches_reference(norm, bias, tie):
     torch.testing.assert_close(model(tokens, impl="fused"), model(tokens), rtol=rtol, atol=10 * atol)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("tie", [True, False])
+@pytest.mark.parametrize("activation", ["gelu_tanh", "relu"])
+def test_fused_training_path_has_the_gradients_of_the_reference(bias, tie, activation):
+    """Training runs ``impl="fused"``: its gradients, parameter by parameter (same names), are the readable path's."""
+    model, tokens, targets = _model(bias=bias, tie_embeddings=tie, activation=activation), _tokens(), _tokens(seed=2)
+    grads = {}
+    for impl in ("reference", "fused"):
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(tokens, impl=impl).flatten(0, 1), targets.flatten()).backward()
+        grads[impl] = {name: p.grad for name, p in model.named_parameters()}
+    assert list(grads["fused"]) == list(grads["reference"]) == list(model.state_dict())
+    rtol, atol = tolerance(torch.float32)
+    for name, grad in grads["reference"].items():
+        torch.testing.assert_close(grads["fused"][name], grad, rtol=rtol, atol=10 * atol, msg=name)
+
+
+def test_fused_block_is_the_block():
+    block, x = _model().blocks[0], torch.randn(2, 9, 24)
+    rtol, atol = tolerance(torch.float32)
+    torch.testing.assert_close(block(x, impl="fused"), block(x), rtol=rtol, atol=atol)
+    with pytest.raises(ValueError, match="impl must be"):
+        block(x, impl="fast")
+
+
 @pytest.mark.parametrize("activation", ["gelu_tanh", "gelu", "relu"])
 def test_fused_sublayers_match_the_modules(activation):
     block = _model(activation=activation).blocks[0]
