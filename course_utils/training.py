@@ -178,8 +178,13 @@ def train(
     optimizer = make_optimizer(model, cfg)
     log = {"lr": [], "train_loss": [], "eval_step": [], "val_loss": []}
     model.train()
+    # At most one redraw a second: each is a message on the kernel's output channel, and a long run
+    # that sends more than its queue holds (1,000) can lose the cell's final "idle" message there.
     bar = tqdm(
-        range(cfg.steps if stop_after is None else min(stop_after, cfg.steps)), desc="training", disable=not progress
+        range(cfg.steps if stop_after is None else min(stop_after, cfg.steps)),
+        desc="training",
+        disable=not progress,
+        mininterval=1.0,
     )
     for step in bar:
         lr = lr_at(step, cfg)
