@@ -117,7 +117,7 @@ def _add_angles(cos: Tensor, totals: Tensor, counts: Tensor, clamp: bool) -> Non
 
 
 def pairwise_angle_stats(
-    vectors: Float[Tensor, "n d"], chunk_size: int = 512, bins: int = 1800, progress: bool = False
+    vectors: Float[Tensor, "n d"], chunk_size: int = 1024, bins: int = 1800, progress: bool = False
 ) -> AngleStats:
     """Angle statistics over all n(n−1)/2 pairs, computed a block of rows at a time on ``vectors.device``.
 

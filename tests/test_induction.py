@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from course_utils.induction import (AttentionOnlyTransformer, InductionConfig, induction_scores, periodic_sequences,
-                                    previous_token_scores, repeated_sequences, train_induction_model)
+                                    previous_token_scores, repeated_sequences, train_induction_model,
+                                    trained_induction_model)
 
 
 def test_scores_on_hand_built_patterns():
@@ -39,7 +40,8 @@ def test_training_data_repeats_with_the_stated_period():
 
 @pytest.fixture(scope="module")
 def trained():
-    model, losses = train_induction_model(InductionConfig(), seed=0)
+    # the remembered run the notebook's checks use too: one training per test process, not two
+    model, losses = trained_induction_model(InductionConfig(), seed=0)
     tokens = repeated_sequences(200, 10, model.cfg.d_vocab, torch.Generator().manual_seed(123))
     return model, losses, model.patterns(tokens)
 

@@ -40,7 +40,7 @@ def test_angle_stats_match_numpy_float64_for_any_chunk_size(chunk_size):
     assert stats.hist_counts.sum().item() == len(angles)
 
 
-@pytest.mark.parametrize("chunk_size", [1, 5, 64, 300, 512])
+@pytest.mark.parametrize("chunk_size", [1, 5, 64, 300, 512, 1024])
 def test_float32_angle_stats_match_numpy_float64(chunk_size):
     """The float32 path (in-place arcsin, float32 partial sums)."""
     v = torch.randn(300, 40, generator=torch.Generator().manual_seed(1)) * 2.0
