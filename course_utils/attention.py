@@ -89,7 +89,8 @@ def _check_mask(mask: object, q: Tensor, k: Tensor) -> Tensor | None:
 def attention_scores(
     q: Float[Tensor, "... q_pos d_head"], k: Float[Tensor, "... k_pos d_head"]
 ) -> Float[Tensor, "... q_pos k_pos"]:
-    """Scaled dot products q·k / sqrt(d_head): ``attention_scores(tensor([[2., 2.]]), tensor([[2., 2.]]))`` -> ``[[5.657]]``.
+    """Scaled dot products q·k / sqrt(d_head):
+    ``attention_scores(tensor([[2., 2.]]), tensor([[2., 2.]]))`` -> ``[[5.657]]``.
 
     Entry ``[..., i, j]`` says how well query ``i`` matches key ``j``. Dividing by sqrt(d_head) keeps
     the scores' variance near 1 whatever d_head is, so the softmax does not saturate.

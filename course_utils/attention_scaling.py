@@ -30,7 +30,8 @@ from course_utils.validate import bool_tensor, positive_int
 
 def pair_counts(lengths: Sequence[int], baseline: int | None = None) -> list[dict]:
     """Token-to-token pairs and cost relative to the first length:
-    ``pair_counts([1000, 4000])`` -> ``[{'n_ctx': 1000, 'pairs': 1000000, 'relative': 1.0}, {... 'relative': 16.0}]``."""
+    ``pair_counts([1000, 4000])`` ->
+    ``[{'n_ctx': 1000, 'pairs': 1000000, 'relative': 1.0}, {... 'relative': 16.0}]``."""
     if not lengths:
         raise ValueError("lengths must hold at least one length, got none")
     for i, n in enumerate(lengths):
@@ -155,7 +156,8 @@ def sliding_window_attention(
         or k.shape[:-1] != v.shape[:-1]
     ):
         raise ValueError(
-            "q, k and v must be tensors of shape (..., pos, d) with the same leading dims and positions (self-attention), "
+            "q, k and v must be tensors of shape (..., pos, d) with the same leading dims "
+            "and positions (self-attention), "
             f"got {[tuple(getattr(t, 'shape', ())) for t in (q, k, v)]}"
         )
     pos = q.shape[-2]

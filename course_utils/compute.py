@@ -66,7 +66,8 @@ def forward_flops(cfg: ModelConfig, seq_len: int, batch: int = 1) -> dict[str, i
 
 
 def forward_flops_per_token(cfg: ModelConfig, seq_len: int) -> float:
-    """``forward_flops(cfg, seq_len)["total"] / seq_len``: ``2 * matmul_parameters + 4 * n_layers * seq_len * d_model``."""
+    """``forward_flops(cfg, seq_len)["total"] / seq_len``:
+    ``2 * matmul_parameters + 4 * n_layers * seq_len * d_model``."""
     return forward_flops(cfg, seq_len)["total"] / seq_len
 
 

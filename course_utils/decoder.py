@@ -107,7 +107,8 @@ class DecoderBlock(nn.Module):
 
 
 class Decoder(nn.Module):
-    """Tokens -> logits: ``Decoder(GPT2_SMALL.with_(n_layers=1))(torch.zeros(1, 5, dtype=torch.long)).shape`` -> (1, 5, 50257)."""
+    """Tokens -> logits:
+    ``Decoder(GPT2_SMALL.with_(n_layers=1))(torch.zeros(1, 5, dtype=torch.long)).shape`` -> (1, 5, 50257)."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()

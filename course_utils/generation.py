@@ -96,7 +96,8 @@ def cached_attention(
 
 
 def project_qkv(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]):
-    """q, k, v of every head from the module's W_Q/W_K/W_V (head, d_model, d_head) and biases, each (batch, head, pos, d_head)."""
+    """q, k, v of every head from the module's W_Q/W_K/W_V (head, d_model, d_head) and biases,
+    each (batch, head, pos, d_head)."""
     out = []
     for W, b in ((attn.W_Q, attn.b_Q), (attn.W_K, attn.b_K), (attn.W_V, attn.b_V)):
         y = torch.einsum("bpm,hmd->bhpd", x, W)  # (batch, head, pos, d_head)

@@ -31,7 +31,8 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda h: F.gelu(h,
 
 @dataclass
 class GPTConfig:
-    """The model's sizes: ``GPTConfig(d_vocab=1000).d_head`` -> 32 (d_model 128 / 4 heads); d_mlp defaults to 4·d_model."""
+    """The model's sizes: ``GPTConfig(d_vocab=1000).d_head`` -> 32 (d_model 128 / 4 heads);
+    d_mlp defaults to 4·d_model."""
 
     d_vocab: int = 2048
     n_ctx: int = 128
@@ -93,7 +94,8 @@ def _linear(x: Tensor, W: Tensor, b: Tensor | None) -> Tensor:
 
 
 def fused_qkv(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]):
-    """q, k, v of every head in one matmul over the module's W_Q, W_K, W_V side by side: 3 × (batch, head, pos, d_head)."""
+    """q, k, v of every head in one matmul over the module's W_Q, W_K, W_V side by side:
+    3 × (batch, head, pos, d_head)."""
     batch, pos, d_model = x.shape
     W_QKV, b_QKV = _qkv_weight(attn)
     qkv = _linear(x.reshape(-1, d_model), W_QKV, b_QKV)  # (batch·pos, 3·head·d_head)
@@ -151,7 +153,8 @@ def _fused_pre_norm_block(block: "Block", x: Float[Tensor, "batch pos d_model"])
 
 
 class Block(nn.Module):
-    """One causal transformer block. Pre-norm: ``x + attn(ln1(x))``, then ``+ mlp(ln2(·))``; post-norm: ``ln1(x + attn(x))`` ...
+    """One causal transformer block. Pre-norm: ``x + attn(ln1(x))``, then ``+ mlp(ln2(·))``;
+    post-norm: ``ln1(x + attn(x))`` ...
 
     ``impl="reference"`` runs the modules of notebooks 05 and 06 as written; ``"fused"`` the same
     maths through PyTorch's kernels, for training: a pre-norm block as ``_fused_pre_norm_block``
@@ -202,7 +205,8 @@ def check_tokens(tokens, cfg: GPTConfig) -> Int[Tensor, "batch pos"]:
         or tokens.dtype == torch.bool
     ):
         raise TypeError(
-            f"tokens must be an integer torch.Tensor of token ids, got {getattr(tokens, 'dtype', type(tokens).__name__)}"
+            "tokens must be an integer torch.Tensor of token ids, "
+            f"got {getattr(tokens, 'dtype', type(tokens).__name__)}"
         )
     if tokens.ndim == 1:
         tokens = tokens[None]  # (1, pos)

@@ -114,7 +114,8 @@ def read_weights(path) -> dict[str, Tensor]:
 
 
 def load_gpt2(path, cfg: GPTConfig | None = None) -> GPT:
-    """A course ``GPT`` holding GPT-2 weights from a folder (``config.json`` + weights) or a weights file (pass ``cfg``)."""
+    """A course ``GPT`` holding GPT-2 weights from a folder (``config.json`` + weights)
+    or a weights file (pass ``cfg``)."""
     path = Path(path) if isinstance(path, (str, Path)) else path
     if isinstance(path, Path) and path.is_dir():
         if cfg is None:

@@ -24,7 +24,8 @@ def _check(pattern, is_delimiter) -> None:
         or tuple(is_delimiter.shape) != (pattern.shape[0], pattern.shape[-1])
     ):
         raise ValueError(
-            f"is_delimiter must be a torch.bool tensor of shape (batch, k_pos) = {(pattern.shape[0], pattern.shape[-1])}"
+            "is_delimiter must be a torch.bool tensor of shape "
+            f"(batch, k_pos) = {(pattern.shape[0], pattern.shape[-1])}"
         )
 
 

@@ -77,7 +77,8 @@ def document_mask(doc_ids: Sequence[int] | Tensor, *, causal: bool = True, devic
     doc_ids = torch.as_tensor(doc_ids, device=device)
     if doc_ids.ndim != 1 or doc_ids.is_floating_point() or doc_ids.dtype == torch.bool or doc_ids.numel() == 0:
         raise TypeError(
-            f"doc_ids must be a non-empty 1-d sequence of ints, got dtype {doc_ids.dtype} and shape {tuple(doc_ids.shape)}"
+            "doc_ids must be a non-empty 1-d sequence of ints, "
+            f"got dtype {doc_ids.dtype} and shape {tuple(doc_ids.shape)}"
         )
     same = doc_ids[:, None] == doc_ids[None, :]  # (q_pos, k_pos)
     return same & causal_mask(len(doc_ids), device=device) if causal else same

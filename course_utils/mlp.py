@@ -69,7 +69,8 @@ def mlp_forward(
     act = ACTIVATIONS[_check_activation(activation)]
     if W_in.ndim != 2 or W_out.ndim != 2 or W_out.shape != W_in.shape[::-1]:
         raise ValueError(
-            f"W_in must be (d_model, d_mlp) and W_out (d_mlp, d_model), got {tuple(W_in.shape)} and {tuple(W_out.shape)}"
+            "W_in must be (d_model, d_mlp) and W_out (d_mlp, d_model), "
+            f"got {tuple(W_in.shape)} and {tuple(W_out.shape)}"
         )
     x = float_tensor("x", x, "(..., d_model)", finite=False)
     if x.shape[-1] != W_in.shape[0]:

@@ -120,7 +120,8 @@ def top_k_gates_mixtral(
 
 # -- capacity -------------------------------------------------------------------------------------
 def expert_capacity(n_tokens: int, n_experts: int, k: int, capacity_factor: float) -> int:
-    """Slots per expert: ceil(capacity_factor · n_tokens · k / n_experts). ``expert_capacity(64, 8, 2, 1.25)`` -> ``20``."""
+    """Slots per expert: ceil(capacity_factor · n_tokens · k / n_experts).
+    ``expert_capacity(64, 8, 2, 1.25)`` -> ``20``."""
     non_negative_int("n_tokens", n_tokens)
     check_experts_and_k(n_experts, k)
     capacity_factor = check_capacity_factor(capacity_factor)

@@ -147,7 +147,8 @@ class MultiHeadAttention(nn.Module):
     def per_head_contributions(
         self, x: Float[Tensor, "batch pos d_model"], mask: Bool[Tensor, "..."] | None = None, impl: str = "reference"
     ) -> Float[Tensor, "batch head pos d_model"]:
-        """What each head writes: its z times its own ``W_O[h]``. Summed over heads, plus ``b_O``, this is ``forward``."""
+        """What each head writes: its z times its own ``W_O[h]``.
+        Summed over heads, plus ``b_O``, this is ``forward``."""
         z = self.head_outputs(x, mask, impl)  # (batch, head, pos, d_head)
         return torch.einsum("bhpd,hdm->bhpm", z, self.W_O)  # (batch, head, pos, d_model)
 

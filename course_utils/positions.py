@@ -44,7 +44,8 @@ def sinusoid_frequencies(
 def sinusoidal_encoding(
     n_ctx: int, d_model: int, base: float = BASE, dtype: torch.dtype = torch.float32
 ) -> Float[Tensor, "n_ctx d_model"]:
-    """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(same): ``sinusoidal_encoding(2, 4)[1]`` -> ``[0.841, 0.540, 0.010, 1.000]``."""
+    """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(same):
+    ``sinusoidal_encoding(2, 4)[1]`` -> ``[0.841, 0.540, 0.010, 1.000]``."""
     positive_int("n_ctx", n_ctx)
     angles = torch.arange(n_ctx, dtype=torch.float64)[:, None] * sinusoid_frequencies(
         d_model, base
@@ -88,7 +89,8 @@ class LearnedPositionEmbedding(nn.Module):
 
 
 def closest_positions(table: Float[Tensor, "n_ctx d"]) -> tuple[float, int, int]:
-    """(distance, i, j) of the two closest distinct rows: ``closest_positions(tensor([[0.], [1.], [0.1]]))`` -> ``(0.1, 0, 2)``."""
+    """(distance, i, j) of the two closest distinct rows:
+    ``closest_positions(tensor([[0.], [1.], [0.1]]))`` -> ``(0.1, 0, 2)``."""
     if not isinstance(table, torch.Tensor) or not table.is_floating_point() or table.ndim != 2 or table.shape[0] < 2:
         raise ValueError(
             f"table must be a floating-point tensor of shape (n_ctx >= 2, d), got "
@@ -103,7 +105,8 @@ def closest_positions(table: Float[Tensor, "n_ctx d"]) -> tuple[float, int, int]
 
 
 def halves_order(d_head: int) -> Int[Tensor, "d_head"]:
-    """Feature order that turns the interleaved layout into the halves one: ``halves_order(6)`` -> ``[0, 2, 4, 1, 3, 5]``.
+    """Feature order that turns the interleaved layout into the halves one:
+    ``halves_order(6)`` -> ``[0, 2, 4, 1, 3, 5]``.
 
     ``rope_rotate(x[..., order], layout="halves") == rope_rotate(x)[..., order]``.
     """

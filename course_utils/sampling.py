@@ -147,7 +147,8 @@ def greedy_distribution(logits: Float[Tensor, "... d_vocab"]) -> Float[Tensor, "
 
 
 def top_k_filter(probs: Float[Tensor, "... d_vocab"], k: int) -> Float[Tensor, "... d_vocab"]:
-    """Keep the ``k`` most likely tokens and renormalise: ``top_k_filter(tensor([.5, .3, .2]), 2)`` -> ``[.625, .375, 0.]``.
+    """Keep the ``k`` most likely tokens and renormalise:
+    ``top_k_filter(tensor([.5, .3, .2]), 2)`` -> ``[.625, .375, 0.]``.
 
     Exactly ``k`` tokens survive; ties are broken towards the lower index.
     """
@@ -290,7 +291,8 @@ def generate(
         logits = next_token_logits(torch.tensor(ids))
         if not isinstance(logits, Tensor) or logits.ndim not in (1, 2):
             raise ValueError(
-                f"next_token_logits must return (d_vocab,) or (pos, d_vocab) logits, got {getattr(logits, 'shape', type(logits).__name__)}"
+                "next_token_logits must return (d_vocab,) or (pos, d_vocab) logits, got "
+                f"{getattr(logits, 'shape', type(logits).__name__)}"
             )
         token = int(sample_next_token(logits[-1] if logits.ndim == 2 else logits, temperature, top_k, top_p, generator))
         ids.append(token)

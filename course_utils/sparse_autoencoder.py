@@ -94,7 +94,8 @@ def recovered_features(
             raise ValueError(f"{name} must be a 2-d tensor (rows are directions), got {tuple(t.shape)}")
     if true_directions.shape[1] != dictionary.shape[1]:
         raise ValueError(
-            f"true_directions and dictionary must have the same width, got {true_directions.shape[1]} and {dictionary.shape[1]}"
+            "true_directions and dictionary must have the same width, "
+            f"got {true_directions.shape[1]} and {dictionary.shape[1]}"
         )
     a = true_directions / true_directions.norm(dim=1, keepdim=True).clamp_min(1e-12)
     b = dictionary / dictionary.norm(dim=1, keepdim=True).clamp_min(1e-12)

@@ -50,11 +50,13 @@ def toy_model_forward(
     inst, _, feat = W.shape
     if x.shape[1:] != (inst, feat):
         raise ValueError(
-            f"x must have shape (batch, inst={inst}, feat={feat}) to match W {tuple(W.shape)}, got shape {tuple(x.shape)}"
+            f"x must have shape (batch, inst={inst}, feat={feat}) to match W {tuple(W.shape)}, "
+            f"got shape {tuple(x.shape)}"
         )
     if b_final.shape != (inst, feat):
         raise ValueError(
-            f"b_final must have shape (inst={inst}, feat={feat}) to match W {tuple(W.shape)}, got shape {tuple(b_final.shape)}"
+            f"b_final must have shape (inst={inst}, feat={feat}) to match W {tuple(W.shape)}, "
+            f"got shape {tuple(b_final.shape)}"
         )
     for name, t in (("x", x), ("W", W), ("b_final", b_final)):
         float_tensor(name, t)  # shapes first, then values
@@ -78,7 +80,8 @@ def importance_weighted_loss(
         )
     if importance.shape != x.shape[1:]:
         raise ValueError(
-            f"importance must have shape (inst, feat) = {tuple(x.shape[1:])} to match x, got shape {tuple(importance.shape)}"
+            f"importance must have shape (inst, feat) = {tuple(x.shape[1:])} to match x, "
+            f"got shape {tuple(importance.shape)}"
         )
     for name, t in (("x", x), ("x_hat", x_hat), ("importance", importance)):
         float_tensor(name, t)  # shapes first, then values

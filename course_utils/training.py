@@ -67,7 +67,8 @@ def sequence_loss(logits: Float[Tensor, "batch pos d_vocab"], targets: Int[Tenso
         )
     if not isinstance(targets, Tensor) or tuple(targets.shape) != tuple(logits.shape[:2]):
         raise ValueError(
-            f"targets must have shape {tuple(logits.shape[:2])}, got {getattr(targets, 'shape', type(targets).__name__)}"
+            f"targets must have shape {tuple(logits.shape[:2])}, "
+            f"got {getattr(targets, 'shape', type(targets).__name__)}"
         )
     return cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))  # (batch·pos, d_vocab) rows
 
@@ -80,7 +81,8 @@ def _check_ids(ids, name: str = "ids") -> Tensor:
 
 
 def split_tokens(ids: Int[Tensor, "n"], val_fraction: float = 0.1) -> tuple[Tensor, Tensor]:
-    """First (1 - val_fraction) of the ids to train on, the rest to validate: ``split_tokens(arange(10))`` -> 9 and 1 ids."""
+    """First (1 - val_fraction) of the ids to train on, the rest to validate:
+    ``split_tokens(arange(10))`` -> 9 and 1 ids."""
     _check_ids(ids)
     number_in("val_fraction", val_fraction, 0, 1, low_open=True, high_open=True)
     cut = int(len(ids) * (1 - val_fraction))

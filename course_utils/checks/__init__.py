@@ -91,7 +91,8 @@ def hint(name: str, level: int = 1) -> Hint:
     exercises = all_exercises()
     if not isinstance(name, str) or name not in exercises:
         raise ValueError(
-            f"name must be an exercise name such as 'stable_softmax'; known: {', '.join(sorted(exercises))}; got {name!r}"
+            "name must be an exercise name such as 'stable_softmax'; known: "
+            f"{', '.join(sorted(exercises))}; got {name!r}"
         )
     exercise = exercises[name]
     return Hint(name, level, len(exercise.hints), exercise.hint(level))

@@ -79,7 +79,8 @@ ATTENTION_SCORES = Exercise(
         Mistake(
             "scaled by the number of keys",
             bank.scores_over_sqrt_k_pos,
-            "you scaled by the square root of the number of keys: the scale uses the feature width d_head = q.shape[-1]",
+            "you scaled by the square root of the number of keys: "
+            "the scale uses the feature width d_head = q.shape[-1]",
         ),
     ],
     alternatives=[
@@ -119,7 +120,8 @@ SDP_ATTENTION = Exercise(
         Property(
             "outputs are averages of values",
             _rows_are_averages,
-            "each output is a weighted AVERAGE of value rows, so it must lie between their smallest and largest entries",
+            "each output is a weighted AVERAGE of value rows, "
+            "so it must lie between their smallest and largest entries",
         )
     ],
     mistakes=[
@@ -151,7 +153,8 @@ SDP_ATTENTION = Exercise(
         Alternative("F.scaled_dot_product_attention", bank.sdpa_fused),
     ],
     hints=[
-        "Three steps: the scaled scores (computed as in the previous exercise), a softmax that turns each query's row of scores "
+        "Three steps: the scaled scores (computed as in the previous exercise), a softmax that turns "
+        "each query's row of scores "
         "into weights summing to 1, and a weighted sum of the value rows with those weights.",
         "The softmax runs over the keys, i.e. the last dimension of the scores. The weighted sum of value rows for "
         "every query at once is one more matrix product: (..., q_pos, k_pos) times (..., k_pos, d_v).",
@@ -241,7 +244,8 @@ ATTENTION_HEAD = Exercise(
     hints=[
         "In __init__, register four nn.Parameter tensors with the names and shapes the text gives (their starting "
         "values do not matter: the check overwrites them). In forward, make queries, keys and values from x.",
-        "forward computes scaled dot-product attention (as in the previous exercise) on the head's own queries, keys and values (rows of x times each "
+        "forward computes scaled dot-product attention (as in the previous exercise) on the head's own "
+        "queries, keys and values (rows of x times each "
         "d_model × d_head matrix), followed by one more product with W_O that takes each d_head-wide result "
         "back to d_model. Leading batch dimensions broadcast through every product.",
     ],

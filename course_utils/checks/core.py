@@ -125,11 +125,13 @@ ERROR_HINTS: tuple[tuple[str, str], ...] = (
     ),
     (
         r"is not defined",
-        "a name is not defined inside your function: define it there, or pass it in (a variable from another cell may not exist)",
+        "a name is not defined inside your function: define it there, or pass it in "
+        "(a variable from another cell may not exist)",
     ),
     (
         r"does not require grad|element 0 of tensors does not require grad",
-        "the tensor you differentiate was detached from the graph: keep the computation in torch, no `.item()` or `.detach()`",
+        "the tensor you differentiate was detached from the graph: "
+        "keep the computation in torch, no `.item()` or `.detach()`",
     ),
 )
 
@@ -304,7 +306,10 @@ class Exercise:
             try:
                 student.bind(*case.args, **case.kwargs)
             except TypeError:
-                return f"your function's signature is {self.expected_name}{student}; the check calls it like {self.expected_name}{wanted}"
+                return (
+                    f"your function's signature is {self.expected_name}{student}; "
+                    f"the check calls it like {self.expected_name}{wanted}"
+                )
         return None
 
     def judge(self, case: Case, outcome: Outcome, expected: Any = None, have_expected: bool = False) -> tuple[str, str]:

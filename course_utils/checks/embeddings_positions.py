@@ -115,12 +115,14 @@ SINUSOIDAL_ENCODING = Exercise(
         Mistake(
             "exponent per dimension",
             bank.exponent_per_dimension,
-            "each sine/cosine PAIR shares one wavelength: the exponent is 2i/d_model with i the pair index, not the dimension index",
+            "each sine/cosine PAIR shares one wavelength: "
+            "the exponent is 2i/d_model with i the pair index, not the dimension index",
         ),
         Mistake(
             "halves",
             bank.halves_not_interleaved,
-            "you put all the sines first and all the cosines after: this exercise interleaves them (sin, cos, sin, cos, ...)",
+            "you put all the sines first and all the cosines after: "
+            "this exercise interleaves them (sin, cos, sin, cos, ...)",
         ),
         Mistake(
             "positions from 1",
@@ -197,7 +199,8 @@ ROPE_ROTATE = Exercise(
         Mistake(
             "half-split pairs",
             bank.rope_halves,
-            "you paired dimension i with i + d_head/2 (the Llama layout): this exercise pairs neighbours, (0, 1), (2, 3), ...",
+            "you paired dimension i with i + d_head/2 (the Llama layout): "
+            "this exercise pairs neighbours, (0, 1), (2, 3), ...",
         ),
         Mistake(
             "exponent i/d_head",

@@ -108,7 +108,8 @@ MASKED_SOFTMAX = Exercise(
         Mistake(
             "softmax then zero",
             lambda s, m: softmax(s) * m,
-            "you zeroed the masked weights after the softmax without renormalising: mask the scores to -inf *before* the softmax",
+            "you zeroed the masked weights after the softmax without renormalising: "
+            "mask the scores to -inf *before* the softmax",
         ),
         Mistake(
             "fill with 0",
@@ -123,7 +124,8 @@ MASKED_SOFTMAX = Exercise(
         Mistake(
             "NaN on empty rows",
             _fill_inf_torch_softmax,
-            "a row with every key masked gives 0/0 = NaN: return zeros for such rows (e.g. torch.where on mask.any(-1))",
+            "a row with every key masked gives 0/0 = NaN: "
+            "return zeros for such rows (e.g. torch.where on mask.any(-1))",
         ),
         Mistake(
             "large negative instead of -inf, empty rows uniform",
@@ -195,23 +197,27 @@ TEMPERATURE = Exercise(
         Mistake(
             "divides by zero",
             lambda logits, t: softmax(logits / t),
-            "T = 0 cannot be divided by: handle it as its own case, a one-hot distribution on the largest logit (greedy)",
+            "T = 0 cannot be divided by: handle it as its own case, "
+            "a one-hot distribution on the largest logit (greedy)",
         ),
         Mistake(
             "one-hot on every tied maximum",
             banks.greedy_all_ties,
-            "with tied largest logits the rule is: the one-hot goes to the FIRST of them (lowest index, as torch.argmax picks), "
+            "with tied largest logits the rule is: the one-hot goes to the FIRST of them "
+            "(lowest index, as torch.argmax picks), "
             "and the row still sums to 1",
         ),
         Mistake(
             "ties split evenly",
             banks.greedy_split_ties,
-            "at T = 0 the answer is one-hot, even with ties: put all the weight on the first of the tied largest logits",
+            "at T = 0 the answer is one-hot, even with ties: "
+            "put all the weight on the first of the tied largest logits",
         ),
     ],
     alternatives=banks.TEMPERATURE_ALTERNATIVES,
     hints=[
-        "Two separate cases: T = 0, where the formula cannot be used, and T > 0, where it can but e^(z/T) may overflow.",
+        "Two separate cases: T = 0, where the formula cannot be used, "
+        "and T > 0, where it can but e^(z/T) may overflow.",
         "For T > 0, subtract each row's largest logit before dividing by T, so every exponent is at most 0. For T = 0, "
         "build a row of zeros with a single 1 at the position of the largest logit (the first one if several tie).",
     ],
@@ -289,7 +295,8 @@ TOP_K_TOP_P = Exercise(
         Mistake(
             "drops the crossing token",
             _drops_crossing_token,
-            "top-p keeps the token that takes the total past p (keep a token while the mass *before* it is < p), so the top token always survives",
+            "top-p keeps the token that takes the total past p (keep a token while the mass *before* it is < p), "
+            "so the top token always survives",
         ),
         Mistake(
             "top-p on the unrenormalised mass",

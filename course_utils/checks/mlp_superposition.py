@@ -125,7 +125,8 @@ MLP_WITH_RESIDUAL = Exercise(
     ],
     hints=[
         "Four steps, each applied to every position on its own: project up, nonlinearity, project down, add back.",
-        "The up-projection's bias is added before the activation; the output of the down-projection (plus b_out) is added to the original x.",
+        "The up-projection's bias is added before the activation; the output of the down-projection "
+        "(plus b_out) is added to the original x.",
     ],
 )
 
@@ -166,8 +167,10 @@ GELU_TANH = Exercise(
         Alternative("NumPy float32", _gelu_numpy_f32),
     ],
     hints=[
-        "GELU is x times the chance that a standard normal is below x; the approximation replaces that normal CDF by a tanh curve.",
-        "Inside the tanh: a constant sqrt(2/π) times (x plus a small multiple of x cubed). Outside: one half times x times (1 + tanh).",
+        "GELU is x times the chance that a standard normal is below x; the approximation replaces "
+        "that normal CDF by a tanh curve.",
+        "Inside the tanh: a constant sqrt(2/π) times (x plus a small multiple of x cubed). "
+        "Outside: one half times x times (1 + tanh).",
     ],
 )
 
@@ -210,7 +213,8 @@ ANGLE_DEVIATION_SUMMARY = Exercise(
         Mistake(
             "mean absolute",
             _angles_mean_abs,
-            "the typical deviation asked for is the root-mean-square (square, average, square root), not the mean of |deviation|",
+            "the typical deviation asked for is the root-mean-square (square, average, square root), "
+            "not the mean of |deviation|",
         ),
     ],
     alternatives=[
@@ -220,7 +224,8 @@ ANGLE_DEVIATION_SUMMARY = Exercise(
     ],
     hints=[
         "All cosines at once come from one matrix product of the normalised vectors with their transpose.",
-        "Take each pair once (strictly above the diagonal), turn cosines into angles in degrees, subtract 90, then RMS and the largest absolute value.",
+        "Take each pair once (strictly above the diagonal), turn cosines into angles in degrees, "
+        "subtract 90, then RMS and the largest absolute value.",
     ],
 )
 
@@ -261,7 +266,8 @@ WELCH_BOUND = Exercise(
         Alternative("NumPy float32", _welch_numpy),
     ],
     hints=[
-        "The bound only bites when there are more vectors than dimensions; otherwise an orthonormal set has every cosine 0.",
+        "The bound only bites when there are more vectors than dimensions; "
+        "otherwise an orthonormal set has every cosine 0.",
         "It is the square root of (n − d) divided by d times (n − 1).",
     ],
 )
@@ -312,7 +318,8 @@ TOY_MODEL_FORWARD = Exercise(
     ],
     hints=[
         "Every instance is its own little model; an einsum with the instance letter on both sides keeps them apart.",
-        "Down to the hidden space with W (sum over features), back up with W transposed (sum over hidden), add the bias, then ReLU.",
+        "Down to the hidden space with W (sum over features), back up with W transposed (sum over hidden), "
+        "add the bias, then ReLU.",
     ],
 )
 
@@ -414,8 +421,10 @@ FEATURE_DIMENSIONALITY = Exercise(
         Alternative("float32 double loop", _dim_loop_f32),
     ],
     hints=[
-        "Work feature by feature: how long is W_i, and how much do all the features (itself included) project onto its direction?",
-        "Numerator ‖W_i‖²; denominator the sum over every j of (unit vector of W_i · W_j) squared. WᵀW-style products give all the dot products at once.",
+        "Work feature by feature: how long is W_i, "
+        "and how much do all the features (itself included) project onto its direction?",
+        "Numerator ‖W_i‖²; denominator the sum over every j of (unit vector of W_i · W_j) squared. "
+        "WᵀW-style products give all the dot products at once.",
     ],
 )
 

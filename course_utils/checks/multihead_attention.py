@@ -72,12 +72,14 @@ SPLIT_HEADS = Exercise(
         Mistake(
             "reshape straight to heads",
             _split_by_reshape_only,
-            "reshaping straight to (batch, head, pos, d_head) mixes positions into heads: reshape to (batch, pos, head, d_head), then transpose(1, 2)",
+            "reshaping straight to (batch, head, pos, d_head) mixes positions into heads: "
+            "reshape to (batch, pos, head, d_head), then transpose(1, 2)",
         ),
         Mistake(
             "strided columns",
             _split_strided,
-            "head h owns a contiguous block of columns h*d_head:(h+1)*d_head, not every n_heads-th column: reshape to (batch, pos, n_heads, d_head)",
+            "head h owns a contiguous block of columns h*d_head:(h+1)*d_head, "
+            "not every n_heads-th column: reshape to (batch, pos, n_heads, d_head)",
         ),
         Mistake(
             "no transpose",
@@ -114,7 +116,8 @@ MERGE_HEADS = Exercise(
         Mistake(
             "reshape without transpose",
             _merge_by_reshape_only,
-            "a plain reshape mixes positions across heads: first transpose(1, 2) to (batch, pos, head, d_head), then reshape",
+            "a plain reshape mixes positions across heads: "
+            "first transpose(1, 2) to (batch, pos, head, d_head), then reshape",
         ),
         Mistake(
             "interleaved heads",
@@ -251,7 +254,8 @@ MULTI_HEAD_ATTENTION = Exercise(
         Mistake(
             "mask inverted",
             _InvertedMask,
-            "your mask is the wrong way round: in this course True means 'may attend', so the False cells are the ones to block",
+            "your mask is the wrong way round: in this course True means 'may attend', "
+            "so the False cells are the ones to block",
         ),
         Mistake("no 1/sqrt(d_head)", _NoScaling, "divide the scores q·k by sqrt(d_head) before the softmax"),
         Mistake(
@@ -278,7 +282,8 @@ MULTI_HEAD_ATTENTION = Exercise(
         "Follow the shapes: x (batch, pos, d_model) and W_Q (n_heads, d_model, d_head) should give q of shape (batch, "
         "n_heads, pos, d_head); then it is notebook 03's attention with two leading axes; then back to d_model.",
         "torch.einsum with the letters b, p, m, h, d names every axis, e.g. batch-pos-model times head-model-dhead to "
-        "batch-head-pos-dhead, plus the bias with a position axis inserted. Mask the scores with -inf where the mask is "
+        "batch-head-pos-dhead, plus the bias with a position axis inserted. Mask the scores "
+        "with -inf where the mask is "
         "False (a 3-d mask needs a head axis), softmax over keys, mix the values, and sum the heads through W_O "
         "with another einsum; add b_O once.",
     ],

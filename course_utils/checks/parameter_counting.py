@@ -206,7 +206,8 @@ MLP = Exercise(
     ],
     hints=[
         "List the matrices: how many are there in a plain MLP, and how many in a gated one?",
-        "Up and gate map d_model to d_mlp, down maps d_mlp back to d_model; each bias is as long as its layer's output.",
+        "Up and gate map d_model to d_mlp, down maps d_mlp back to d_model; "
+        "each bias is as long as its layer's output.",
     ],
 )
 
@@ -399,7 +400,8 @@ FLOPS = Exercise(
     ],
     hints=[
         "Per token and per parameter: how many FLOPs does the forward pass take, and how many the backward?",
-        "Forward is 2 per parameter, backward twice that; N is what one token runs through, without the embedding matrices.",
+        "Forward is 2 per parameter, backward twice that; "
+        "N is what one token runs through, without the embedding matrices.",
     ],
 )
 

@@ -78,7 +78,8 @@ LAYER_NORM = Exercise(
         Mistake(
             "statistics over the batch",
             banks.ln_over_batch,
-            "take the mean and variance over each vector's own d_model numbers (the last axis); across the batch is batch norm",
+            "take the mean and variance over each vector's own d_model numbers (the last axis); "
+            "across the batch is batch norm",
         ),
         Mistake(
             "eps outside the square root",
@@ -128,7 +129,8 @@ BLOCK_FORWARD = Exercise(
         Mistake(
             "post-norm",
             banks.block_post_norm,
-            "this is post-norm (normalise after adding); the block here is pre-norm: normalise the input of each sub-layer",
+            "this is post-norm (normalise after adding); "
+            "the block here is pre-norm: normalise the input of each sub-layer",
         ),
         Mistake(
             "parallel sub-layers",
@@ -144,8 +146,10 @@ BLOCK_FORWARD = Exercise(
     ],
     alternatives=banks.BLOCK_ALTERNATIVES,
     hints=[
-        "Two steps, the same shape each time: read the stream through a LayerNorm, run the sub-layer, add the result back.",
-        "Attention gets the mask from causal_mask(pos); the second step starts from the stream the first step produced and uses ln2.",
+        "Two steps, the same shape each time: read the stream through a LayerNorm, "
+        "run the sub-layer, add the result back.",
+        "Attention gets the mask from causal_mask(pos); "
+        "the second step starts from the stream the first step produced and uses ln2.",
     ],
 )
 
@@ -178,7 +182,8 @@ NEXT_TOKEN_LOSS = Exercise(
         Mistake(
             "no shift",
             banks.loss_no_shift,
-            "position i predicts the NEXT token, so drop the last position's logits and the first target (yours scores each token against itself)",
+            "position i predicts the NEXT token, so drop the last position's logits and the first target "
+            "(yours scores each token against itself)",
         ),
         Mistake(
             "shifted the wrong way",
@@ -248,14 +253,16 @@ SAMPLE_TOKENS = Exercise(
         Mistake(
             "always greedy",
             banks.sample_always_greedy,
-            "draw a sample from the temperature-scaled distribution (notebook 04's sampler, with the generator you were given); argmax ignores the temperature",
+            "draw a sample from the temperature-scaled distribution (notebook 04's sampler, "
+            "with the generator you were given); argmax ignores the temperature",
         ),
     ],
     alternatives=banks.SAMPLE_ALTERNATIVES,
     hints=[
         "Each step: run the model on what you have (at most the last n_ctx tokens), keep only the logits of the last "
         "position, draw one token per row, append it.",
-        "Crop with ids[:, -n_ctx:], take [:, -1], draw with sample_next_token(..., generator=generator), and concatenate "
+        "Crop with ids[:, -n_ctx:], take [:, -1], draw with "
+        "sample_next_token(..., generator=generator), and concatenate "
         "the new column on dim 1.",
     ],
 )
@@ -301,13 +308,16 @@ KV_CACHE_STEP = Exercise(
         Mistake(
             "mask from the top-left",
             banks.kv_top_left_mask,
-            "the new queries are the LAST positions: query i may see keys up to n_cached + i (causal_mask(n_new, n_all))",
+            "the new queries are the LAST positions: query i may see keys up to "
+            "n_cached + i (causal_mask(n_new, n_all))",
         ),
     ],
     alternatives=banks.KV_ALTERNATIVES,
     hints=[
-        "The cache grows along the position axis (dim 2 of (batch, head, pos, d_head)); the queries are only the new positions.",
-        "k_all = cat(k_cache, k_new) on dim 2 (same for v); the mask is causal_mask(n_new, n_all), whose rows are the last "
+        "The cache grows along the position axis (dim 2 of (batch, head, pos, d_head)); "
+        "the queries are only the new positions.",
+        "k_all = cat(k_cache, k_new) on dim 2 (same for v); the mask is causal_mask(n_new, n_all), "
+        "whose rows are the last "
         "n_new positions; then ordinary scaled dot-product attention.",
     ],
 )

@@ -45,7 +45,8 @@ COUNT_PAIRS = Exercise(
         Mistake(
             "skips the last pair",
             bank.pairs_skip_last,
-            "the last pair of each word (the one ending in '</w>') is missing: every adjacent pair counts, up to the last two symbols",
+            "the last pair of each word (the one ending in '</w>') is missing: "
+            "every adjacent pair counts, up to the last two symbols",
         ),
     ],
     alternatives=[
@@ -353,12 +354,14 @@ BYTE_ENCODE = Exercise(
         Mistake(
             "longest match",
             byte_bank.encode_greedy_longest,
-            "byte-level BPE does not take the longest known prefix: repeat 'join the lowest-rank pair' until none is left",
+            "byte-level BPE does not take the longest known prefix: "
+            "repeat 'join the lowest-rank pair' until none is left",
         ),
         Mistake(
             "leftmost pair",
             byte_bank.encode_leftmost_known_pair,
-            "join the pair with the lowest rank anywhere in the chunk, not the first pair (from the left) that is a token",
+            "join the pair with the lowest rank anywhere in the chunk, "
+            "not the first pair (from the left) that is a token",
         ),
         Mistake(
             "highest rank",

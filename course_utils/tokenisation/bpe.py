@@ -96,7 +96,8 @@ def training_steps(word_counts: dict[str, int], n_merges: int) -> list[tuple[Pai
 
 
 def encode_word(word: str, merges: list[Pair]) -> list[str]:
-    """Replay merges in learned order: ``encode_word("lowest", train_bpe(WORKED_CORPUS, 5))`` -> ``['low', 'est</w>']``."""
+    """Replay merges in learned order:
+    ``encode_word("lowest", train_bpe(WORKED_CORPUS, 5))`` -> ``['low', 'est</w>']``."""
     symbols = list(split_word(word))
     for pair in merges:
         symbols = _join_pair(symbols, pair)

@@ -25,7 +25,8 @@ def split_probability(pieces: list[str], probs: dict[str, float]) -> float:
 
 
 def all_splits(word: str, vocab) -> list[list[str]]:
-    """Every way to cut ``word`` into vocabulary pieces: ``all_splits("ab", {"a","b","ab"})`` -> ``[['a','b'], ['ab']]``."""
+    """Every way to cut ``word`` into vocabulary pieces:
+    ``all_splits("ab", {"a","b","ab"})`` -> ``[['a','b'], ['ab']]``."""
     if not word:
         return [[]]
     out = []

@@ -126,7 +126,8 @@ def usage_readout(state: dict) -> str:
     """Plain lines: the choice, the capacity, each expert's load and drops, the totals."""
     r = state["report"]
     lines = [
-        f"E = {state['n_experts']}, k = {state['k']}, alpha = {state['alpha']}, capacity factor = {state['capacity_factor']:.2f}",
+        f"E = {state['n_experts']}, k = {state['k']}, alpha = {state['alpha']}, "
+        f"capacity factor = {state['capacity_factor']:.2f}",
         f"final loss: {state['run'].eval_loss:.4f}",
         f"capacity: {r['capacity']} assignments per expert",
         f"usage entropy: {state['entropy']:.3f} bits (even: {state['even_entropy']:.3f})",
@@ -137,7 +138,8 @@ def usage_readout(state: dict) -> str:
         for e, (load, drop) in enumerate(zip(r["load"], r["dropped"]))
     ]
     lines.append(
-        f"dropped: {r['total_dropped']} of {r['assignments']} assignments; tokens with every choice dropped: {r['tokens_fully_dropped']}"
+        f"dropped: {r['total_dropped']} of {r['assignments']} assignments; "
+        f"tokens with every choice dropped: {r['tokens_fully_dropped']}"
     )
     return "<br>".join(lines)
 

@@ -1,6 +1,7 @@
 """Notebook 08's figures and its parameter-counter widget.
 
-``figure_image(fig)`` shows a figure in an ordinary cell; ``plot_budget_shares(counts)`` draws a model's parameter budget as one stacked bar (GPT-3: embedding,
+``figure_image(fig)`` shows a figure in an ordinary cell; ``plot_budget_shares(counts)`` draws
+a model's parameter budget as one stacked bar (GPT-3: embedding,
 attention, MLP, unembedding); ``plot_models(rows)`` compares total and active parameters of several
 models; ``counter_widget()`` has sliders for d_model, layers, heads, KV heads, vocabulary, context,
 experts and k and shows the live parameter and FLOP breakdown as bars with a plain-text readout.

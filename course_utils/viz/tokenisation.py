@@ -19,7 +19,8 @@ PALETTE = ("#ffd6a5", "#caffbf", "#9bf6ff", "#bdb2ff", "#ffc6ff", "#fdffb6")
 
 
 def render_pieces(pieces: list[tuple[str, int]]) -> str:
-    """HTML for (piece, id) pairs: ``[("hi", 5)]`` -> ``'<div ...><span class="course-token" title="id 5" ...>hi</span>...'``."""
+    """HTML for (piece, id) pairs:
+    ``[("hi", 5)]`` -> ``'<div ...><span class="course-token" title="id 5" ...>hi</span>...'``."""
     spans = []
     for k, (piece, token_id) in enumerate(pieces):
         shown = html.escape(piece).replace("\n", "↵")
