@@ -39,7 +39,8 @@ c = get_config()  # noqa: F821 (provided by nbgrader)
 c.CourseDirectory.root = "."
 c.ExecutePreprocessor.timeout = 300
 '''
-GRADE_CELL = """# Graded test for `{exercise}` ({points:g} points): the course's own check on the public and hidden cases.
+GRADE_CELL = """# Graded test for `{exercise}` ({points:g} points): the course's own check on the public
+# and hidden cases.
 from course_utils.checks import get_exercise
 
 _verdict = get_exercise({exercise!r}).check({fn})

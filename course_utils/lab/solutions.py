@@ -21,7 +21,10 @@ DEF = re.compile(r"^(?:async\s+)?(?:def|class)\s+(?P<name>\w+)")
 
 
 def stub_message(function: str | None, exercise: str | None = None) -> str:
-    """The stub's text: what to do and where help is. ``stub_message("f", "ex")`` -> ``"`f` is yours to write: ..."``."""
+    """The stub's text: what to do and where help is.
+
+    ``stub_message("f", "ex")`` -> ``"`f` is yours to write: ..."``.
+    """
     what = f"`{function}` is yours to write" if function else "This exercise is yours to write"
     help_ = f"; stuck? run hint({exercise!r}) in a new cell" if exercise else ""
     return f"{what}: replace this line with your code, then run the check cell below{help_}."
@@ -36,7 +39,8 @@ def has_solution(source: str) -> bool:
 
 
 def strip_solutions(source: str, where: str = "cell", exercises: dict[str, str] | None = None) -> str:
-    """Replace every solution region by a stub: ``'def f():\\n    # BEGIN SOLUTION\\n    return 1\\n    # END SOLUTION'``
+    """Replace every solution region by a stub:
+    ``'def f():\\n    # BEGIN SOLUTION\\n    return 1\\n    # END SOLUTION'``
     -> ``'def f():\\n    raise NotImplementedError(...)'``. Raises ``SolutionMarkupError`` naming ``where``.
 
     ``exercises`` maps a top-level function or class name to its exercise's name, so the stub can
