@@ -138,8 +138,19 @@ def with_cell(source: str, after_def: bool = True, base=None) -> nbformat.Notebo
     return nb
 
 
-CORRECT_MASK_DEF = ("from course_utils.checks.masking_softmax_temperature import EXERCISES as _masking\n\n"
-                    "def causal_mask(*args, **kwargs):\n    return _masking['causal_mask'].reference(*args, **kwargs)\n")
+# The pair notebook's other exercise, answered correctly in the student's own code (it used to call the
+# course's reference, which the grader now flags: DELEGATING_MASK_DEF below is that answer, flagged).
+CORRECT_MASK_DEF = ("import torch\n\n"
+                    "def causal_mask(n_ctx):\n    return torch.ones(n_ctx, n_ctx, dtype=torch.bool).tril()\n")
+DELEGATING_MASK_DEF = ("from course_utils.checks.masking_softmax_temperature import EXERCISES as _masking\n\n"
+                       "def causal_mask(*args, **kwargs):\n"
+                       "    return _masking['causal_mask'].reference(*args, **kwargs)\n")
+# Wrappers around the reference in the student's own function: caught while the grader calls them.
+WRAPS_REFERENCE_DEF = ("from course_utils.checks.welcome import EXERCISES\n\n"
+                       "def stable_softmax(x):\n    return EXERCISES['stable_softmax'].reference(x)\n")
+WRAPS_MODULE_DEF = ("import importlib\n\ndef stable_softmax(x):\n"
+                    "    module = importlib.import_module('course_utils.' + 'softmax')\n"
+                    "    return getattr(module, 'soft' + 'max')(x)\n")
 
 
 def pair_notebook(softmax_def: str, mask_def: str = CORRECT_MASK_DEF) -> nbformat.NotebookNode:
@@ -342,6 +353,13 @@ def build_folder(root: Path) -> dict[str, dict]:
                                {"causal_mask": ("ok", 1), "stable_softmax": ("timeout", 0)}, "passed", ""),
         "judy/10_pair.ipynb": (pair_notebook(CORRECT_DEF, "def causal_mask(*args, **kwargs):\n    import os\n    os._exit(3)\n"),
                                {"causal_mask": ("kernel_died", 0), "stable_softmax": ("kernel_died", 0)}, "died", ""),
+        "mask_wrapper/10_pair.ipynb": (pair_notebook(CORRECT_DEF, DELEGATING_MASK_DEF),
+                                       {"causal_mask": ("uses_reference", 0), "stable_softmax": ("ok", 2)},
+                                       "reference implementation", ""),
+        "wraps_reference/00_welcome.ipynb": (with_def(WRAPS_REFERENCE_DEF), {"stable_softmax": ("uses_reference", 0)},
+                                             "reference implementation", ""),
+        "wraps_module/00_welcome.ipynb": (with_def(WRAPS_MODULE_DEF), {"stable_softmax": ("uses_reference", 0)},
+                                          "reference implementation", ""),
     }
     (root / "canary.txt").write_text("untouched")
     link = {"": ("link", 0)}

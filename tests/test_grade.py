@@ -3,8 +3,10 @@
 with ``--jobs 2``; nothing outside the submissions changed (checksums of the package, the
 submissions, the output folder after the grader exits, a canary file), no process of theirs is left
 afterwards, the grader never runs student code in its own process, and the gradebook files are
-complete and safe to open. Then: a grader killed half-way resumes from its journal, and without
-bubblewrap the grader refuses unless ``--no-sandbox``."""
+complete and safe to open. Then: a grader killed half-way resumes from its journal (``--jobs 1``
+and ``--jobs 2``), and without bubblewrap the grader refuses unless ``--no-sandbox`` (then grades,
+with ``--jobs 2``, and says the run was not isolated). Last, pieces without a kernel, among them the
+watch for the course's reference inside a student's own function (wrappers of every kind)."""
 
 from __future__ import annotations
 
@@ -28,12 +30,12 @@ import torch
 
 import course_utils
 from course_utils.lab.gradebook import csv_rows, feedback_names, feedback_text, one_line, write_gradebook
-from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_code
+from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_code, reference_codes
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.kernel import _CappedClient
-from course_utils.lab.probe import (MAX_VALUE_BYTES, NotDefined, StudentRaised, check_size, decode_reply, probe_code,
-                                    snapshot_code)
-from course_utils.lab.sandbox import CGROUP_ROOT, isolation_problem
+from course_utils.lab.probe import (MAX_VALUE_BYTES, NotDefined, ReferenceCalled, StudentRaised, check_size,
+                                    decode_reply, probe_code, snapshot_code)
+from course_utils.lab.sandbox import cgroup_parents, isolation_problem
 from course_utils.lab.submissions import course_catalog, find_submissions, identify, read_submission, Submission
 from grading_fixtures import (FORGED_NAME, FORMULA, ODD_A, ODD_B, SECRET_ENV, SLEEPER, WELCOME, build_folder,
                               solution, with_cell)
@@ -66,6 +68,14 @@ def _tree_digest(folder: Path) -> dict[str, str]:
     return found
 
 
+def _pth_files() -> dict[str, str]:
+    """{path: sha256} of the ``.pth`` files Python reads at start-up (a dropped-in one runs code in every run)."""
+    import site
+
+    folders = {*site.getsitepackages(), sys.prefix}
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for f in folders for p in Path(f).glob("*.pth")}
+
+
 RUN = f"test-grade-{os.getpid()}"  # COURSE_LAB_RUN: labels this file's graders, workers and sandboxes
 
 
@@ -80,8 +90,8 @@ def _leftovers(cgroups: bool = True) -> list[str]:
                 left.append(line[:200])
         except psutil.Error:
             continue
-    for controller in ("memory", "pids"):
-        for group in (CGROUP_ROOT / controller).glob("course-lab-*"):
+    for parent in cgroup_parents():
+        for group in parent.glob("course-lab-*"):
             owner = group.name.split("-")[2]
             if not (Path("/proc") / owner).exists() and (cgroups or (group / "cgroup.procs").read_text().strip()):
                 left.append(str(group))
@@ -97,7 +107,8 @@ def graded(tmp_path_factory):
     out = root / "out" / "grades.csv"
     package = Path(course_utils.__file__).resolve().parent
     before = {"package": _tree_digest(package), "subs": _tree_digest(root / "subs"),
-              "canary": (root / "canary.txt").read_text()}
+              "canary": (root / "canary.txt").read_text(), "source": _tree_digest(root / "source"),
+              "hidden": _tree_digest(root / "hidden"), "pth": _pth_files()}
     proc = _cli("grade", str(root / "subs"), "--out", str(out), "--source", str(root / "source"),
                 "--hidden-tests", str(root / "hidden"), "--jobs", "2", "--timeout", str(CELL_TIMEOUT),
                 "--probe-timeout", str(PROBE_TIMEOUT), "--total-timeout", str(TOTAL_TIMEOUT), "--memory-mb", "2048",
@@ -105,7 +116,8 @@ def graded(tmp_path_factory):
     output = _tree_digest(out.parent)
     time.sleep(5)  # a detached process would rewrite the gradebook about 4 s after its kernel started
     after = {"package": _tree_digest(package), "subs": _tree_digest(root / "subs"),
-             "canary": (root / "canary.txt").read_text(), "output": _tree_digest(out.parent)}
+             "canary": (root / "canary.txt").read_text(), "output": _tree_digest(out.parent),
+             "source": _tree_digest(root / "source"), "hidden": _tree_digest(root / "hidden"), "pth": _pth_files()}
     rows = list(csv.DictReader(out.open(encoding="utf-8"))) if out.exists() else []
     return {"root": root, "expected": expected, "proc": proc, "rows": rows, "out": out, "before": before,
             "after": after, "output": output, "leftovers": _leftovers()}
@@ -173,8 +185,12 @@ def test_a_hostile_answer_runs_no_code_in_the_grader(graded):
 @pytest.mark.slow
 def test_nothing_outside_the_submissions_changed(graded):
     before, after = graded["before"], graded["after"]
-    assert after["package"] == before["package"]  # no line appended, no .pth file dropped in
+    # One comparison for the whole batch: a change cannot be pinned on one submission from here, so
+    # each hostile fixture also shows its own leak in its row (``grading_fixtures.GUARDED``).
+    assert after["package"] == before["package"]  # no line appended
+    assert after["pth"] == before["pth"]  # no .pth file dropped in or changed
     assert after["subs"] == before["subs"]
+    assert after["source"] == before["source"] and after["hidden"] == before["hidden"]
     assert after["canary"] == "untouched"
     assert after["output"] == graded["output"]  # nothing rewrote the gradebook after the grader exited
     assert "FORGED" not in graded["out"].read_text(encoding="utf-8")
@@ -324,23 +340,27 @@ def test_cli_rejects_a_missing_folder(tmp_path):
 
 # ---- a grader killed half-way, and a machine without bubblewrap -------------------------------
 
-def _small_folder(root: Path, slow: bool) -> Path:
+def _small_folder(root: Path, slow: bool, sleep: int = 8) -> Path:
     subs = root / "subs"
     for name in ("ann",) if slow else ("ann", "ben"):
         (subs / name).mkdir(parents=True)
         nbformat.write(solution(), str(subs / name / "00_welcome.ipynb"))
     if slow:
         (subs / "zoe").mkdir()
-        nbformat.write(with_cell("import time\ntime.sleep(8)"), str(subs / "zoe" / "00_welcome.ipynb"))
+        nbformat.write(with_cell(f"import time\ntime.sleep({sleep})"), str(subs / "zoe" / "00_welcome.ipynb"))
     return subs
 
 
 @pytest.mark.slow
 @needs_bwrap
-def test_a_killed_grader_resumes_from_its_journal(tmp_path):
-    subs, out = _small_folder(tmp_path, slow=True), tmp_path / "out" / "grades.csv"
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_killed_grader_resumes_from_its_journal(tmp_path, jobs):
+    """With ``--jobs 1`` ann is graded, then zoe; with ``--jobs 2`` both at once (zoe sleeps longer, so
+    ann is done first): the grader is killed while zoe's kernel still runs, in both cases."""
+    sleep = 8 if jobs == "1" else 15
+    subs, out = _small_folder(tmp_path, slow=True, sleep=sleep), tmp_path / "out" / "grades.csv"
     journal = out.with_name(".grades.csv.journal")
-    args = [sys.executable, "-m", "course_utils.lab.cli", "grade", str(subs), "--out", str(out), "--jobs", "1",
+    args = [sys.executable, "-m", "course_utils.lab.cli", "grade", str(subs), "--out", str(out), "--jobs", jobs,
             "--source", str(WELCOME.parent), "--quiet", "--timeout", str(CELL_TIMEOUT), "--probe-timeout", str(PROBE_TIMEOUT)]
     grader = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=dict(os.environ, COURSE_LAB_RUN=RUN))
@@ -350,7 +370,8 @@ def test_a_killed_grader_resumes_from_its_journal(tmp_path):
             break
         time.sleep(0.2)
     assert grader.poll() is None, "the grader finished before it could be killed"
-    grader.send_signal(signal.SIGKILL)  # while it grades zoe, the second submission
+    assert "zoe" not in journal.read_text()
+    grader.send_signal(signal.SIGKILL)  # while it grades zoe
     grader.wait()
     time.sleep(1)
     assert _leftovers(cgroups=False) == []  # its workers and zoe's kernel died with it (empty cgroups may stay)
@@ -368,16 +389,19 @@ def test_a_killed_grader_resumes_from_its_journal(tmp_path):
 @pytest.mark.slow
 def test_without_bwrap_the_grader_refuses_unless_told(tmp_path):
     subs, out = _small_folder(tmp_path, slow=False), tmp_path / "grades.csv"
-    (subs / "ben" / "00_welcome.ipynb").unlink()
-    (subs / "ben").rmdir()
+    nbformat.write(with_cell("raise RuntimeError('oops')", base=solution()), str(subs / "ben" / "00_welcome.ipynb"))
     env = dict(os.environ, PATH=str(tmp_path / "empty"))  # no bwrap on this PATH
-    proc = _cli("grade", str(subs), "--out", str(out), "--source", str(WELCOME.parent), "--quiet", env=env)
+    common = ("grade", str(subs), "--out", str(out), "--source", str(WELCOME.parent), "--quiet", "--jobs", "2")
+    proc = _cli(*common, env=env)
     assert proc.returncode == 2 and "bwrap not found" in proc.stderr and "--no-sandbox" in proc.stderr
     assert not out.exists()
-    proc = _cli("grade", str(subs), "--out", str(out), "--source", str(WELCOME.parent), "--quiet", "--no-sandbox", env=env)
+    proc = _cli(*common, "--no-sandbox", env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "warning: NOT ISOLATED" in proc.stdout
-    assert "ann/00_welcome.ipynb,00_welcome.ipynb,stable_softmax,2,2,ok" in out.read_text()
+    assert "warning: NOT ISOLATED" in proc.stdout and "graded 2 submission(s)" in proc.stdout
+    text = out.read_text()
+    assert "ann/00_welcome.ipynb,00_welcome.ipynb,stable_softmax,2,2,ok" in text
+    assert "ben/00_welcome.ipynb,00_welcome.ipynb,stable_softmax,2,2,ok" in text  # a raising cell costs nothing
+    assert _leftovers() == []
 
 
 # ---- more pieces, without a kernel ------------------------------------------------------------
@@ -428,7 +452,10 @@ def test_the_reference_is_recognised_however_it_is_disguised():
     exec(compile(__import__("inspect").getsource(ref), "/tmp/ipykernel_1/2.py", "exec"), copied)
     fingerprint = {}
     exec(__import__("course_utils.lab.probe", fromlist=["x"]).FINGERPRINT_CODE, fingerprint)
-    origin = lambda obj: dict(zip(("file", "fingerprint"), fingerprint["_course_lab_fingerprint"](obj)))
+
+    def origin(obj):
+        return dict(zip(("file", "fingerprint"), fingerprint["_course_lab_fingerprint"](obj)))
+
     assert is_course_code(origin(ref)) and is_course_code(origin(rebuilt))
     assert is_course_code(origin(renamed))  # the same code object under another file name
     assert not is_course_code(origin(namespace["mine"]))
@@ -506,3 +533,82 @@ def test_links_dot_names_and_old_notebooks(tmp_path):
     assert warnings == ["skipped empty/ (an empty folder: no submission)"]
     nb, problem = read_submission(found[".eve/00_welcome.ipynb"].path)
     assert problem == "" and nb.nbformat == 4 and any("def stable_softmax" in c.source for c in nb.cells)
+
+
+WRAPPERS = {  # each defines `stable_softmax` so that the course's reference does the work
+    "calls EXERCISES[...].reference": "from course_utils.checks.welcome import EXERCISES\n"
+                                      "def stable_softmax(x):\n    return EXERCISES['stable_softmax'].reference(x)\n",
+    "calls the course module's function": "import course_utils.softmax as cs\n"
+                                          "def stable_softmax(x):\n    return cs.softmax(x)\n",
+    "a lambda": "from course_utils.checks import welcome\nstable_softmax = lambda x: welcome.stable_softmax(x)\n",
+    "functools.partial": "import functools, course_utils.softmax as cs\n"
+                         "def stable_softmax(x):\n    return functools.partial(cs.softmax, dim=-1)(x)\n",
+    "a closure": "def _make():\n    from course_utils.softmax import softmax as hidden\n"
+                 "    def stable_softmax(x):\n        return hidden(x)\n    return stable_softmax\n"
+                 "stable_softmax = _make()\n",
+    "a class attribute": "import course_utils.checks.welcome as w\nclass Holder:\n"
+                         "    impl = staticmethod(w.STABLE_SOFTMAX.reference)\n"
+                         "def stable_softmax(x):\n    return Holder.impl(x)\n",
+    "getattr on a module": "import importlib\ndef stable_softmax(x):\n"
+                           "    module = importlib.import_module('course_utils.' + 'soft' + 'max')\n"
+                           "    return getattr(module, 'soft' + 'max')(x)\n",
+    "another thread": "from concurrent.futures import ThreadPoolExecutor\nfrom course_utils.softmax import softmax\n"
+                      "def stable_softmax(x):\n    with ThreadPoolExecutor(1) as pool:\n"
+                      "        return pool.submit(softmax, x).result()\n",
+    "a module's __module__ and names disguised": "import types, course_utils.softmax as cs\n"
+                                                 "f = types.FunctionType(cs.softmax.__code__,\n"
+                                                 "                       cs.softmax.__globals__, 'mine')\n"
+                                                 "f.__module__ = '__main__'\n"
+                                                 "def stable_softmax(x):\n    return f(x, -1)\n",
+}
+
+
+def _probe_in_namespace(source: str, watch, name: str = "stable_softmax", args=None):
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(source, "/tmp/ipykernel_1/7.py", "exec"), namespace)
+    exec(snapshot_code([name], overwrite=True), namespace)
+    exec(probe_code(name, args if args is not None else (torch.randn(2, 3),), {}, None, watch), namespace)
+    return namespace["_course_lab_result"]
+
+
+@pytest.mark.parametrize("how", sorted(WRAPPERS))
+def test_a_wrapper_around_the_reference_is_caught(how):
+    from course_utils.checks.welcome import STABLE_SOFTMAX
+
+    watch = reference_codes(STABLE_SOFTMAX)
+    assert len(watch) == 2  # the checks' one-line reference and course_utils.softmax.softmax it delegates to
+    reply = _probe_in_namespace(WRAPPERS[how], watch)
+    with pytest.raises(ReferenceCalled) as called:
+        decode_reply("ok", repr(reply))
+    assert not called.value.untraced and called.value.name in ("stable_softmax", "softmax")
+    assert sys.gettrace() is None or sys.gettrace().__name__ != "tracer"  # the kernel's own tracer is restored
+
+
+def test_own_code_and_other_course_helpers_are_not_flagged():
+    from course_utils.checks import all_exercises
+
+    exercises = all_exercises()
+    own = ("import torch\ndef stable_softmax(x):\n    s = x - x.amax(-1, keepdim=True)\n"
+           "    return s.exp() / s.exp().sum(-1, keepdim=True)\n")
+    value = decode_reply("ok", repr(_probe_in_namespace(own, reference_codes(exercises["stable_softmax"]))))
+    assert torch.allclose(value.sum(-1), torch.ones(2))
+    # an earlier exercise's reference, used in a later one (the notebooks import them for that): allowed
+    uses_softmax = "from course_utils.softmax import softmax\ndef causal_mask(n):\n    softmax(torch.zeros(n))\n" \
+                   "    return torch.ones(n, n, dtype=torch.bool).tril()\nimport torch\n"
+    value = decode_reply("ok", repr(_probe_in_namespace(uses_softmax, reference_codes(exercises["causal_mask"]),
+                                                        "causal_mask", (3,))))
+    assert value.dtype == torch.bool and value.shape == (3, 3)
+    delegates = "from course_utils import masking\ndef causal_mask(n):\n    return masking.causal_mask(n)\n"
+    with pytest.raises(ReferenceCalled):
+        decode_reply("ok", repr(_probe_in_namespace(delegates, reference_codes(exercises["causal_mask"]),
+                                                    "causal_mask", (3,))))
+
+
+def test_switching_the_watch_off_is_reported():
+    from course_utils.checks.welcome import STABLE_SOFTMAX
+
+    source = "import sys\nfrom course_utils.softmax import softmax\ndef stable_softmax(x):\n" \
+             "    sys.settrace(None)\n    return softmax(x)\n"
+    with pytest.raises(ReferenceCalled) as called:
+        decode_reply("ok", repr(_probe_in_namespace(source, reference_codes(STABLE_SOFTMAX))))
+    assert called.value.untraced

@@ -54,9 +54,9 @@ def _alt_masked_float32(router_logits, k):
 
 
 def _alt_ascending_order(router_logits, k):
-    gates, indices = moe.top_k_gates(router_logits, k)
-    indices, order = indices.sort(dim=-1)
-    return gates.gather(-1, order), indices
+    top, indices = torch.softmax(router_logits, dim=-1).topk(k, dim=-1)
+    indices, order = indices.sort(dim=-1)  # experts by index, each gate kept with its expert
+    return (top / top.sum(-1, keepdim=True)).gather(-1, order), indices
 
 
 # -- dispatch and combine -----------------------------------------------------------------------
@@ -104,9 +104,12 @@ def _alt_masks_in_place(x, indices, gates, experts):
 
 
 def _alt_float32(x, indices, gates, experts):
-    return moe.dispatch_grouped(
-        x.float(), indices, gates.float(), [lambda r, f=f: f(r.double()).float() for f in experts]
-    )
+    out = torch.zeros(x.shape, dtype=torch.float32)
+    for e, expert in enumerate(experts):
+        token, slot = torch.where(indices == e)
+        if token.numel():
+            out.index_add_(0, token, gates[token, slot, None].float() * expert(x[token]).float())
+    return out
 
 
 # -- the load-balancing loss ------------------------------------------------------------------------

@@ -10,7 +10,10 @@ Before the cases, the grader asks where the student's object comes from (``Stude
 an object whose code lies in the course's package, or whose code object is a course function's
 (same byte code, names and first line, however its ``__module__``, name or file are disguised), is
 the course's reference: status ``uses_reference``, 0 points. An object imported from elsewhere is
-``not_defined``. (Code retyped or pasted into a cell is the student's own code here.)
+``not_defined``. (Code retyped or pasted into a cell is the student's own code here.) Then every
+graded call is watched (``probe.py``): if the exercise's reference code runs during a call (the
+reference itself, and the course function it only delegates to, ``reference_codes``), the student's
+function is a wrapper around the reference: ``uses_reference`` too.
 
 Statuses per exercise: ``ok`` (graded: pass, fail or not attempted; see the feedback),
 ``not_defined``, ``uses_reference``, ``timeout``, ``kernel_died``, ``probe_failed``.
@@ -20,11 +23,15 @@ Leaves out: finding submissions and writing the gradebook (``folder.py``, ``grad
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import functools
 import importlib
+import inspect
+import types
 import pickle
 import sys
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -35,7 +42,14 @@ from course_utils.checks import check_modules
 from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
 from course_utils.lab.hidden import HiddenTests
 from course_utils.lab.kernel import CellProblem, KernelDied, Limits, ProbeTimeout, SubmissionKernel
-from course_utils.lab.probe import FINGERPRINT_CODE, NotDefined, ProbeFailed, StudentProxy, StudentRaised
+from course_utils.lab.probe import (
+    FINGERPRINT_CODE,
+    NotDefined,
+    ProbeFailed,
+    ReferenceCalled,
+    StudentProxy,
+    StudentRaised,
+)
 
 
 @dataclass
@@ -107,6 +121,86 @@ def is_course_code(origin: dict) -> bool:
     return inside or origin.get("fingerprint") in course_fingerprints()
 
 
+def _course_function(obj) -> types.FunctionType | None:
+    """``obj`` as a plain function defined in the course package (decorators unwrapped), else ``None``."""
+    import course_utils
+
+    obj = getattr(obj, "__func__", getattr(obj, "func", obj))  # bound method, functools.partial
+    try:
+        obj = inspect.unwrap(obj)
+    except ValueError:
+        return None
+    if not isinstance(obj, types.FunctionType):
+        return None
+    package = str(Path(course_utils.__file__).resolve().parent)
+    try:
+        inside = str(Path(obj.__code__.co_filename).resolve()).startswith(package + "/")
+    except OSError:
+        return None
+    return obj if inside else None
+
+
+def _delegate(fn: types.FunctionType) -> types.FunctionType | None:
+    """The course function ``fn`` only hands its work to, if its body is one ``return g(...)`` (a
+    docstring aside) and ``g`` (a global name or ``module.name``) is a course function: the checks'
+    ``def stable_softmax(x): return softmax(x, dim=-1)`` -> ``course_utils.softmax.softmax``."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return None
+    func = body[0].value.func
+    if isinstance(func, ast.Name):
+        target = fn.__globals__.get(func.id)
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        owner = fn.__globals__.get(func.value.id)
+        target = getattr(owner, func.attr, None) if isinstance(owner, types.ModuleType) else None
+    else:
+        return None
+    return _course_function(target)
+
+
+_WATCHED: dict[int, tuple[Exercise, list[tuple[int, str]]]] = {}
+
+
+def reference_codes(exercise: Exercise) -> list[tuple[int, str]]:
+    """``(first line, digest)`` of the course code that counts as the exercise's reference, for the
+    kernel to watch each graded call for (``probe.probe_code``): the reference function (or the
+    ``forward`` of a reference class and of its course bases), and, when it only delegates (``_delegate``),
+    the course function it calls, and so on, three levels at most. Course helpers it merely uses are
+    not watched, so a later exercise may still call an earlier exercise's reference (as the notebooks
+    do)."""
+    key = id(exercise)
+    if key in _WATCHED:
+        return _WATCHED[key][1]
+    namespace: dict = {}
+    exec(FINGERPRINT_CODE, namespace)
+    digest = namespace["_course_lab_code_digest"]
+    reference = exercise.reference
+    if isinstance(reference, type):
+        # The student writes `forward`; `__init__` and weight set-up are the notebook's scaffolding, which a
+        # student may inherit from the course's class. So: `forward` of the reference and its course bases
+        # (nn.Module's own is not course code).
+        functions = [_course_function(vars(k)["forward"]) for k in reference.__mro__ if "forward" in vars(k)]
+    else:
+        functions, fn = [], _course_function(reference)
+        for _ in range(4):
+            if fn is None or fn in functions:
+                break
+            functions.append(fn)
+            fn = _delegate(fn)
+    watch = sorted({(f.__code__.co_firstlineno, digest(f.__code__)) for f in functions if f is not None})
+    _WATCHED[key] = (exercise, watch)  # the exercise kept alive, so its id is not reused
+    return watch
+
+
 def _raised(exc: StudentRaised) -> Outcome:
     return Outcome(
         error_type=exc.error_type, error_message=exc.message, error_line=exc.line, error_function=exc.function
@@ -172,8 +266,9 @@ def grade_exercise(
             )
         if origin.get("module") != "__main__":
             raise NotDefined()
+        watch = reference_codes(exercise)
         for ex, seed, label, path in groups:
-            proxy = make_proxy(ex.expected_name, (path, name) if path else None)
+            proxy = make_proxy(ex.expected_name, (path, name) if path else None, watch)
             for case in ex.cases(seed):
                 try:
                     status, message = _judge(ex, case, _outcome(ex, proxy, case))
@@ -184,7 +279,7 @@ def grade_exercise(
                     return ExerciseResult(name, 0, max_points, "ok", "not attempted")
                 if status != PASSED:
                     return ExerciseResult(name, 0, max_points, "ok", f"{message} [{label}]")
-        proxy = make_proxy(fn_name, None)
+        proxy = make_proxy(fn_name, None, watch)
         for test in functions:
             try:
                 test(proxy)
@@ -207,6 +302,23 @@ def grade_exercise(
         )
     except ProbeFailed as exc:
         return ExerciseResult(name, 0, max_points, "probe_failed", str(exc))
+    except ReferenceCalled as exc:
+        if exc.untraced:
+            return ExerciseResult(
+                name,
+                0,
+                max_points,
+                "probe_failed",
+                f"`{fn_name}` switched off the grader's watch for the course's reference (sys.settrace)",
+            )
+        called = f" (`{exc.name}`)" if exc.name else ""
+        return ExerciseResult(
+            name,
+            0,
+            max_points,
+            "uses_reference",
+            f"`{fn_name}` calls the course's reference implementation{called}; it must be your own code",
+        )
     return ExerciseResult(name, max_points, max_points, "ok", f"passed all {tested} graded tests")
 
 
@@ -258,8 +370,8 @@ async def grade_notebook(
         loop = asyncio.get_running_loop()
         dead = next((_describe(p) for p in problems if p.kind == "kernel_died"), None)
 
-        def make_proxy(fn_name: str, runner):
-            return StudentProxy(kernel, loop, fn_name, runner)
+        def make_proxy(fn_name: str, runner, watch=None):
+            return StudentProxy(kernel, loop, fn_name, runner, watch)
 
         results = await asyncio.to_thread(_grade_all, points, registry, make_proxy, seeds, hidden, files, dead)
     notes = [_describe(p) for p in problems]

@@ -14,6 +14,14 @@ For an exercise that wants a class (``Exercise.wants_class``), the exercise's ow
 construct and drive the object in the kernel; it is loaded there from its source file as a fresh
 module, never from the kernel's (patchable) ``sys.modules``.
 
+Each graded call is watched for the course's reference: a trace function (``sys.settrace``, and
+``threading.settrace`` for threads started during the call) notes any frame whose code has the
+first line and digest (``FINGERPRINT_CODE``) of the exercise's reference code, so a wrapper
+(``def f(x): return reference(x)``, a lambda, ``functools.partial``, a closure, a class attribute,
+``getattr(module, "name")``) is caught however it reaches it. Like ``origin``, this is worked out in
+the kernel, which the student controls: it catches imports and wrappers, not a student who sets out
+to sabotage the interpreter (a trace function switched off during the call is reported).
+
 Leaves out: starting the kernel (``kernel.py``) and judging (``grade.py``).
 """
 
@@ -36,6 +44,20 @@ MAX_VALUE_BYTES = 32 << 20  # the most tensor data one answer may hold (checked 
 # from the same two lines in the course's module). The same source runs in the kernel (on the
 # student's object) and here (on course code).
 FINGERPRINT_CODE = r"""
+def _course_lab_feed(digest, code):
+    import types
+    digest.update(code.co_code)
+    digest.update(repr((code.co_names, code.co_varnames, code.co_firstlineno)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _course_lab_feed(digest, const)
+
+def _course_lab_code_digest(code):
+    import hashlib
+    digest = hashlib.sha256()
+    _course_lab_feed(digest, code)
+    return digest.hexdigest()
+
 def _course_lab_fingerprint(obj):
     import hashlib, types
     if isinstance(obj, type):
@@ -47,22 +69,16 @@ def _course_lab_fingerprint(obj):
     if not codes:
         return None, None
     digest = hashlib.sha256()
-    def feed(code):
-        digest.update(code.co_code)
-        digest.update(repr((code.co_names, code.co_varnames, code.co_firstlineno)).encode())
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                feed(const)
     for code in codes:
-        feed(code)
+        _course_lab_feed(digest, code)
     return codes[0].co_filename, digest.hexdigest()
 """
 
 _KERNEL_CODE = (
     FINGERPRINT_CODE
     + r"""
-def _course_lab_probe(name, payload, runner):
-    import base64, io, json, pickle, sys
+def _course_lab_probe(name, payload, runner, watch):
+    import base64, io, json, pickle, sys, threading
     import torch
     saved = globals().get("_course_lab_saved")
     if not isinstance(saved, dict) or name not in saved:
@@ -73,21 +89,51 @@ def _course_lab_probe(name, payload, runner):
         return json.dumps({"kind": "origin", "module": str(getattr(target, "__module__", "")), "file": where,
                            "fingerprint": fingerprint})
     args, kwargs = pickle.loads(base64.b64decode(payload))
+    call = lambda: target(*args, **kwargs)
+    if runner is not None:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("_course_lab_fresh", runner[0])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        call = lambda: module.EXERCISES[runner[1]].run(target, args[0])
+    # Watch the call (and the conversion of its answer) for the course's reference: a trace function
+    # sees every Python frame that starts in this thread, and threads started meanwhile; a frame
+    # whose code is one of `watch` (first line, digest of its code) is the reference running.
+    seen, tracer = [], None
+    if watch:
+        lines, digests = {line for line, _ in watch}, {digest for _, digest in watch}
+        def tracer(frame, event, arg):
+            code = frame.f_code
+            if code.co_firstlineno in lines and not seen and _course_lab_code_digest(code) in digests:
+                seen.append(code.co_name)
+            return None
+        old_trace, old_thread_trace = sys.gettrace(), threading.gettrace()
+        threading.settrace(tracer)
+        sys.settrace(tracer)
     try:
-        if runner is None:
-            value = target(*args, **kwargs)
-        else:
-            import importlib.util
-            spec = importlib.util.spec_from_file_location("_course_lab_fresh", runner[0])
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            value = module.EXERCISES[runner[1]].run(target, args[0])
+        reply = _course_lab_answer(call, torch)
+    finally:
+        if tracer is not None:
+            kept = sys.gettrace() is tracer
+            sys.settrace(old_trace)
+            threading.settrace(old_thread_trace)
+    if tracer is not None and seen:
+        return json.dumps({"kind": "reference", "name": str(seen[0])})
+    if tracer is not None and not kept:
+        return json.dumps({"kind": "untraced"})
+    return reply
+
+def _course_lab_answer(call, torch):
+    import base64, io, json, sys
+    try:
+        value = call()
     except Exception as exc:
         line, function, tb = None, None, exc.__traceback__
         library = ("site-packages", "dist-packages", "/torch/", "/numpy/", "course_utils", sys.prefix, sys.base_prefix)
         while tb is not None:  # the innermost frame of the student's own code (a notebook cell)
             code = tb.tb_frame.f_code
-            if code.co_name != "_course_lab_probe" and not any(part in code.co_filename for part in library):
+            if code is not call.__code__ and not code.co_name.startswith("_course_lab_") \
+                    and not any(part in code.co_filename for part in library):
                 line, function = tb.tb_lineno, code.co_name
             tb = tb.tb_next
         return json.dumps({"kind": "raised", "type": type(exc).__name__, "message": str(exc)[:500], "line": line,
@@ -119,7 +165,7 @@ def _course_lab_probe(name, payload, runner):
         return json.dumps({"kind": "unsendable", "type": type(value).__name__, "message": str(exc)[:200]})
     return json.dumps({"kind": "value", "data": base64.b64encode(buffer.getvalue()).decode()})
 
-_course_lab_result = _course_lab_probe({name!r}, {payload!r}, {runner!r})
+_course_lab_result = _course_lab_probe({name!r}, {payload!r}, {runner!r}, {watch!r})
 """.replace("MAX_BYTES", str(MAX_VALUE_BYTES))
 )
 
@@ -163,15 +209,41 @@ class ProbeFailed(Exception):
     """The probe itself failed in the kernel (e.g. the student broke pickle or torch there)."""
 
 
-def probe_code(name: str, args: tuple, kwargs: dict, runner: tuple[str, str] | None = None) -> str:
-    """The code sent to the kernel: ``probe_code('f', (1,), {})`` calls ``f(1)`` there."""
+class ReferenceCalled(BaseException):
+    """The course's reference code ran while the student's function was called (``name``: its
+    function's name), or, with ``untraced``, the student's code switched the watch off.
+
+    A ``BaseException``, so no ``except Exception`` in a check's ``run`` or an instructor test
+    can swallow it."""
+
+    def __init__(self, name: str = "", untraced: bool = False):
+        super().__init__(name)
+        self.name, self.untraced = name, untraced
+
+
+def probe_code(
+    name: str,
+    args: tuple,
+    kwargs: dict,
+    runner: tuple[str, str] | None = None,
+    watch: list[tuple[int, str]] | None = None,
+) -> str:
+    """The code sent to the kernel: ``probe_code('f', (1,), {})`` calls ``f(1)`` there.
+
+    ``watch``: ``(first line, code digest)`` of the course's reference code for the exercise
+    (``grade.reference_codes``); if any of it runs during the call, the reply says so instead of
+    giving the value (``decode_reply`` raises ``ReferenceCalled``)."""
     if not name.isidentifier():
         raise ValueError(f"name must be a Python identifier, got {name!r}")
     payload = None if args is None else base64.b64encode(pickle.dumps((tuple(args), dict(kwargs)))).decode()
+    watch = [(int(line), str(digest)) for line, digest in watch or ()]
+    if not all(len(digest) == 64 and all(c in "0123456789abcdef" for c in digest) for _, digest in watch):
+        raise ValueError("watch digests must be sha256 hex digests")
     return (
         _KERNEL_CODE.replace("{name!r}", repr(name))
         .replace("{payload!r}", repr(payload))
         .replace("{runner!r}", repr(runner))
+        .replace("{watch!r}", repr(watch))
     )
 
 
@@ -201,6 +273,11 @@ def decode_reply(status: str, text: str):
         return {
             k: envelope.get(k) if isinstance(envelope.get(k), str) else None for k in ("module", "file", "fingerprint")
         }
+    if kind == "reference":
+        name = envelope.get("name")
+        raise ReferenceCalled(name if isinstance(name, str) and name.isidentifier() else "")
+    if kind == "untraced":
+        raise ReferenceCalled(untraced=True)
     if kind == "too_large":
         raise StudentRaised(
             "ValueError",
@@ -244,21 +321,29 @@ class StudentProxy:
     """Calls the student's ``name`` in their kernel from grader code running in a worker thread.
 
     ``proxy(x)`` returns the plain value, or raises ``StudentRaised`` / ``NotDefined``;
-    ``ProbeTimeout`` and ``KernelDied`` (BaseExceptions) pass through any ``except Exception``.
+    ``ProbeTimeout``, ``KernelDied`` and ``ReferenceCalled`` (BaseExceptions) pass through any
+    ``except Exception``. ``watch``: the reference code to watch each call for (``probe_code``).
     """
 
-    def __init__(self, kernel, loop: asyncio.AbstractEventLoop, name: str, runner: tuple[str, str] | None = None):
-        self.kernel, self.loop, self.name, self.runner = kernel, loop, name, runner
+    def __init__(
+        self,
+        kernel,
+        loop: asyncio.AbstractEventLoop,
+        name: str,
+        runner: tuple[str, str] | None = None,
+        watch: list[tuple[int, str]] | None = None,
+    ):
+        self.kernel, self.loop, self.name, self.runner, self.watch = kernel, loop, name, runner, watch
         self.__name__ = name
 
     def __call__(self, *args, **kwargs):
-        return self._send(probe_code(self.name, args, kwargs))
+        return self._send(probe_code(self.name, args, kwargs, None, self.watch))
 
     def run_remote(self, case):
         """For class exercises: the exercise's own ``run(cls, case)`` executed in the kernel."""
         if self.runner is None:
             raise ProbeFailed(f"no source file known for the exercise that checks `{self.name}`")
-        return self._send(probe_code(self.name, (case,), {}, self.runner))
+        return self._send(probe_code(self.name, (case,), {}, self.runner, self.watch))
 
     def origin(self) -> dict:
         """Where the student's object comes from: ``{'module', 'file', 'fingerprint'}`` (see ``FINGERPRINT_CODE``)."""

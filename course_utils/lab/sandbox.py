@@ -29,6 +29,14 @@ sockets exist, gives the socket folder back to root, mode 555: the kernel can co
 create, rename or delete anything, nor change the folder's mode. ``jail.close()`` kills what is
 left in the cgroup and removes it and the socket folder.
 
+Cgroups: v1 (a ``memory`` and a ``pids`` hierarchy, ``memory.limit_in_bytes`` and
+``memory.memsw.limit_in_bytes``, ``pids.max``) or v2 (one group under the unified root with
+``memory.max``, ``memory.swap.max`` = 0 where swap is accounted, ``pids.max``, the controllers
+enabled in the root's ``cgroup.subtree_control``; killed through ``cgroup.kill`` where the kernel has
+it). The root is ``/sys/fs/cgroup`` or ``$COURSE_LAB_CGROUP_ROOT``: on cgroup v2 as another user
+than root, point it at a subtree delegated to that user (systemd ``Delegate=yes``) that holds no
+process itself.
+
 Without a writable cgroup, the memory of a submission is bounded by ``RLIMIT_AS`` per process times
 ``RLIMIT_NPROC`` processes of its uid (``boot.py``); the summary says so.
 
@@ -55,6 +63,7 @@ import time
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_ROOT_ENV = "COURSE_LAB_CGROUP_ROOT"
 CGROUP_PREFIX = "course-lab-"
 WORKDIR = "/home/student"  # the kernel's working folder and HOME, inside the sandbox
 TMPFS_BYTES = 256 << 20
@@ -106,11 +115,40 @@ def isolation_problem() -> str | None:
     return None
 
 
-def cgroups_writable() -> bool:
-    """Whether this process may create memory and pids cgroups (cgroup v1 layout)."""
-    return all(
-        os.access(CGROUP_ROOT / c, os.W_OK) and (CGROUP_ROOT / c / "cgroup.procs").exists() for c in ("memory", "pids")
-    )
+def cgroup_root() -> Path:
+    """Where the cgroup file systems are: ``/sys/fs/cgroup``, or ``$COURSE_LAB_CGROUP_ROOT`` (a cgroup v2
+    subtree delegated to the grader, or a fake tree of plain files in the tests)."""
+    return Path(os.environ.get(CGROUP_ROOT_ENV) or CGROUP_ROOT)
+
+
+def cgroup_layout(root: Path | None = None) -> str | None:
+    """``'v1'`` (a ``memory`` and a ``pids`` hierarchy under ``root``, both writable), ``'v2'`` (``root``
+    is a unified hierarchy whose ``cgroup.controllers`` lists memory and pids, writable), or ``None``.
+    v1 wins where both would do (a hybrid machine's ``unified`` mount has no controllers anyway)."""
+    root = cgroup_root() if root is None else root
+    if all(os.access(root / c, os.W_OK) and (root / c / "cgroup.procs").exists() for c in ("memory", "pids")):
+        return "v1"
+    try:
+        controllers = (root / "cgroup.controllers").read_text().split()
+    except OSError:
+        return None
+    if {"memory", "pids"} <= set(controllers) and os.access(root, os.W_OK) and (root / "cgroup.procs").exists():
+        return "v2"
+    return None
+
+
+def cgroups_writable(root: Path | None = None) -> bool:
+    """Whether this process may create memory and pids cgroups (cgroup v1 or v2 layout)."""
+    return cgroup_layout(root) is not None
+
+
+def cgroup_parents(root: Path | None = None) -> list[Path]:
+    """The folders the submissions' cgroups are made in: ``[root/memory, root/pids]`` (v1), ``[root]`` (v2)."""
+    root = cgroup_root() if root is None else root
+    layout = cgroup_layout(root)
+    if layout == "v1":
+        return [root / "memory", root / "pids"]
+    return [root] if layout == "v2" else []
 
 
 # Runs as the grader's user just before bwrap: join the cgroups and exec bwrap.
@@ -224,7 +262,23 @@ def _parents_to_make(binds: list[str]) -> list[str]:
     return sorted(made, key=lambda p: (p.count("/"), p))
 
 
+def _new_group(group: Path) -> None:
+    """Make a cgroup (the kernel fills it with its interface files; a test's fake tree does it itself)."""
+    group.mkdir()
+
+
+def _drop_group(group: Path) -> None:
+    """Remove an empty cgroup (``rmdir``; its interface files go with it)."""
+    group.rmdir()
+
+
 def _kill_cgroup(group: Path) -> None:
+    kill = group / "cgroup.kill"  # cgroup v2, Linux 5.14+: every process in it at once, no pid races
+    if kill.exists():
+        try:
+            kill.write_text("1")
+        except OSError:
+            pass
     for _ in range(50):
         try:
             pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
@@ -244,7 +298,7 @@ def _remove_cgroup(group: Path) -> None:
     _kill_cgroup(group)
     for _ in range(50):
         try:
-            group.rmdir()
+            _drop_group(group)
             return
         except FileNotFoundError:
             return
@@ -262,8 +316,8 @@ def _remove_socket_folder(folder: str) -> None:
 
 def sweep_stale_cgroups() -> None:
     """Remove cgroups left by a grader that was killed (their owner's pid is gone)."""
-    for controller in ("memory", "pids"):
-        for group in (CGROUP_ROOT / controller).glob(CGROUP_PREFIX + "*"):
+    for parent in cgroup_parents():
+        for group in parent.glob(CGROUP_PREFIX + "*"):
             owner = group.name[len(CGROUP_PREFIX) :].split("-")[0]
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
                 _remove_cgroup(group)
@@ -327,17 +381,36 @@ class Jail:
                 self.groups = []
 
     def _make_groups(self, name: str) -> None:
+        root = cgroup_root()
+        if cgroup_layout(root) == "v2":
+            self._make_v2_group(root, name)
+            return
         for controller, limit_file, value in (
             ("memory", "memory.limit_in_bytes", self.memory_mb << 20),
             ("pids", "pids.max", self.processes),
         ):
-            group = CGROUP_ROOT / controller / name
-            group.mkdir()
+            group = root / controller / name
+            _new_group(group)
             self.groups.append(group)
             (group / limit_file).write_text(str(value))
         swap = self.groups[0] / "memory.memsw.limit_in_bytes"
         if swap.exists():
             swap.write_text(str(self.memory_mb << 20))
+
+    def _make_v2_group(self, root: Path, name: str) -> None:
+        """cgroup v2: one group under ``root`` with the memory and pids controllers: the parent hands
+        them down (``cgroup.subtree_control``) if it does not yet; no swap beyond the memory limit."""
+        enabled = set((root / "cgroup.subtree_control").read_text().split())
+        missing = [c for c in ("memory", "pids") if c not in enabled]
+        if missing:
+            (root / "cgroup.subtree_control").write_text(" ".join("+" + c for c in missing))
+        group = root / name
+        _new_group(group)
+        self.groups.append(group)
+        (group / "memory.max").write_text(str(self.memory_mb << 20))
+        if (group / "memory.swap.max").exists():
+            (group / "memory.swap.max").write_text("0")
+        (group / "pids.max").write_text(str(self.processes))
 
     @property
     def cgroup(self) -> bool:
