@@ -13,6 +13,10 @@ from course_utils.checks.core import pristine_copy
 from course_utils.lab.grade import reference_codes
 from course_utils.lab.probe import FINGERPRINT_CODE
 
+# A grader test, like test_grade.py: with every exercise's seed-0 cases (the trained toy model's
+# patterns among them) it takes ~17 s, so it runs in `make test`, not in the quick loop.
+pytestmark = pytest.mark.slow
+
 EXERCISES = all_exercises()
 ALTERNATIVES = [(name, a) for name, ex in sorted(EXERCISES.items()) for a in ex.alternatives]
 _NS: dict = {}

@@ -176,12 +176,18 @@ def test_committed_checkpoint_starts_as_the_recipe_does():
 
 @pytest.mark.slow
 def test_committed_checkpoint_is_what_the_recipe_makes():
-    """Retrain from the seed (about 3 min): validation losses within 0.03 nats, logits close."""
+    """Retrain from the seed (about 2 min): validation losses within 0.03 nats, logits close."""
     from course_utils.checkpoint import train_course_model
 
     ckpt = load_checkpoint(COURSE_CHECKPOINT)
-    torch.set_num_threads(1)  # the committed run used one thread
-    result = train_course_model(progress=False)
+    # The committed run used one thread; another thread count changes the sums only in the last bits
+    # (the notebook's two-thread run ends at the same 3.224), well inside the tolerance below.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads_for_load())
+    try:
+        result = train_course_model(progress=False)
+    finally:
+        torch.set_num_threads(threads)
     committed, fresh = ckpt["log"]["val_loss"], result["log"]["val_loss"]
     assert max(abs(a - b) for a, b in zip(committed, fresh)) < 0.03
     tokens = split_tokens(torch.tensor(ckpt["tokenizer"].encode_ordinary("ROMEO:\nWhat say you?\n")))[0][None]
