@@ -173,9 +173,10 @@ def test_loss_at_init_is_near_log_vocab():
 def test_init_follows_gpt2():
     torch.manual_seed(0)
     model = GPT(GPTConfig(d_vocab=500, n_ctx=64, d_model=256, n_heads=4, n_layers=8))
-    assert abs(float(model.W_E.std()) - 0.02) < 1e-3
-    assert abs(float(model.blocks[0].mlp.W_out.std()) - 0.02 / 4) < 3e-4  # 1/sqrt(2 * 8 layers)
-    assert float(model.blocks[0].ln1.w.min()) == 1.0 and float(model.blocks[0].attn.b_Q.abs().max()) == 0.0
+    with torch.no_grad():
+        assert abs(float(model.W_E.std()) - 0.02) < 1e-3
+        assert abs(float(model.blocks[0].mlp.W_out.std()) - 0.02 / 4) < 3e-4  # 1/sqrt(2 * 8 layers)
+        assert float(model.blocks[0].ln1.w.min()) == 1.0 and float(model.blocks[0].attn.b_Q.abs().max()) == 0.0
 
 
 # -- bad input ----------------------------------------------------------------------------------
