@@ -391,6 +391,8 @@ def build_folder(root: Path) -> dict[str, dict]:
         "dirlink": (root / "source", link, "outside the submissions folder", ""),
         "pipe/00_welcome.ipynb": (None, {"stable_softmax": ("unreadable", 0)}, "not a regular file", ""),
         "v3/00_welcome.ipynb": (v3, ok2, "passed", ""),
+        # the student's own code under a decorator the course also uses (torch's wrapper code is shared)
+        "no_grad/00_welcome.ipynb": (with_def("import torch\n\n@torch.no_grad()\n" + CORRECT_DEF), ok2, "passed", ""),
     })
     expected = {}
     for rel, (content, rows, fragment, note) in cases.items():

@@ -51,7 +51,7 @@ def watched_calls(exercise, impl) -> list[str]:
     for case in exercise.cases(0):
         case = pristine_copy(case)
         try:
-            if exercise.wants_class:  # a class exercise: the kernel traces the exercise's whole run
+            if exercise.wants_class or exercise.run_in_kernel:  # the kernel traces the exercise's whole run
                 traced(lambda: exercise.run(impl, case))
             else:
                 exercise.run(student, case)

@@ -259,6 +259,8 @@ class Exercise:
     compare: Callable[[Any, Any], str | None] | None = None  # default: describe_mismatch at `tolerance`
     function_name: str | None = None  # the name the notebook defines; defaults to reference's
     wants_class: bool = False  # the student provides a class (e.g. an nn.Module), not a function
+    # ``run`` needs the live answer (its autograd graph), not a copy: the grader runs it in the student's kernel
+    run_in_kernel: bool = False
     alternatives: Sequence[Alternative] = ()
     hints: Sequence[str] = ()
     tolerance: str = "float32"  # the precision the exercise teaches: a key of TEACHING_TOLERANCES

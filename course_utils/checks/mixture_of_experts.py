@@ -246,6 +246,7 @@ LOAD_BALANCING_LOSS = Exercise(
     reference=load_balancing_loss,
     cases=_loss_cases,
     run=_run_with_gradient,
+    run_in_kernel=True,  # the gradient is taken from the student's own graph
     mistakes=[
         Mistake(
             "P from the top-k gates",
