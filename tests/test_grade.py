@@ -11,6 +11,7 @@ watch for the course's reference inside a student's own function (wrappers of ev
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import psutil
@@ -32,7 +34,8 @@ import course_utils
 from course_utils.lab.gradebook import csv_rows, feedback_names, feedback_text, one_line, write_gradebook
 from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_code, reference_codes
 from course_utils.lab.hidden import load_hidden_tests
-from course_utils.lab.kernel import _CappedClient
+from course_utils.lab.folder import make_job
+from course_utils.lab.kernel import Limits, _CappedClient
 from course_utils.lab.probe import (MAX_VALUE_BYTES, NotDefined, ReferenceCalled, StudentRaised, check_size,
                                     decode_reply, probe_code, snapshot_code)
 from course_utils.lab.sandbox import cgroup_parents, isolation_problem
@@ -322,6 +325,28 @@ def test_submissions_are_found_read_and_identified(tmp_path):
     assert catalog["00_welcome.ipynb"].points == {"stable_softmax": 2.0}
 
 
+def test_a_notebook_that_trains_gets_the_cell_time_its_metadata_asks_for(tmp_path):
+    """Notebook 09 trains its model in one cell (about 2 min on one thread): its own metadata raises the
+    cell limit for its submissions, and the total by as much; other notebooks keep the instructor's."""
+    catalog = course_catalog(WELCOME.parent)
+    assert catalog["09_small_gpt.ipynb"].cell_seconds == 480 and catalog["00_welcome.ipynb"].cell_seconds == 0
+    sub = Submission("ann", tmp_path / "x.ipynb", "x.ipynb")
+
+    def limits(notebook, **given):
+        return make_job(sub, catalog[notebook], Limits(**given), [1], None, tmp_path / "r.json")["limits"]
+
+    assert (limits("09_small_gpt.ipynb", cell_timeout=120)["cell_timeout"], Limits(**limits("09_small_gpt.ipynb",
+            cell_timeout=120)).total()) == (480, 1200 + 480)
+    assert limits("09_small_gpt.ipynb", cell_timeout=120, total_timeout=300)["total_timeout"] == 780
+    assert limits("09_small_gpt.ipynb", cell_timeout=600)["cell_timeout"] == 600  # never lowered
+    assert limits("00_welcome.ipynb", cell_timeout=120) == asdict(Limits(cell_timeout=120))
+    nb = solution()
+    nb.metadata["course"]["grading_cell_timeout_s"] = "a day"
+    nbformat.write(nb, str(tmp_path / "00_welcome.ipynb"))
+    with pytest.raises(ValueError, match="00_welcome.ipynb: course.grading_cell_timeout_s"):
+        course_catalog(tmp_path)
+
+
 def test_hidden_tests_must_name_course_exercises(tmp_path):
     (tmp_path / "t.py").write_text("def test_no_such_exercise(student):\n    pass\n")
     with pytest.raises(ValueError, match="t.py: test_no_such_exercise does not name a course exercise"):
@@ -460,6 +485,14 @@ def test_the_reference_is_recognised_however_it_is_disguised():
     assert is_course_code(origin(renamed))  # the same code object under another file name
     assert not is_course_code(origin(namespace["mine"]))
     assert not is_course_code(origin(copied[ref.__name__]))  # retyped (pasted) into a cell: the student's own
+    # decorators are looked through: torch's no_grad wrapper is the same code for every function it
+    # wraps, course functions included, so a student's @torch.no_grad() function must still be theirs
+    decorated = torch.no_grad()(namespace["mine"])
+    assert origin(decorated)["file"] == "/tmp/ipykernel_1/1.py" and not is_course_code(origin(decorated))
+    assert is_course_code(origin(torch.no_grad()(ref))) and is_course_code(origin(functools.partial(rebuilt)))
+    looped = namespace["mine"]
+    looped.__wrapped__ = looped  # a cycle ends the walk instead of hanging it
+    assert not is_course_code(origin(looped))
 
 
 def test_one_line_removes_breaks_and_control_characters():

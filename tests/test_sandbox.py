@@ -67,6 +67,37 @@ def test_a_course_under_tmp_is_bound_over_the_private_tmp(monkeypatch, course_un
     assert not os.path.exists(os.path.join(folder, "written.txt"))
 
 
+DATA_PROBE = r"""
+import json, os, sys
+manifest = sys.argv[1]
+print("manifest sha256:", json.load(open(manifest))["sha256"])
+try:
+    open(os.path.join(os.path.dirname(manifest), "written.txt"), "w").write("x")
+    print("data folder: writable")
+except OSError:
+    print("data folder: read-only")
+"""
+
+
+@needs_bwrap
+def test_the_course_data_folder_is_visible_read_only():
+    """Notebooks 01 and 09 read the corpus manifest and the trained checkpoint from data/: a graded
+    kernel sees that folder (read-only), though not the repository around it."""
+    from course_utils.corpus import DATA_DIR, MANIFEST, manifest
+
+    assert str(DATA_DIR.resolve()) in sandbox._read_only_paths()
+    assert str(DATA_DIR.resolve().parent) not in sandbox._read_only_paths()
+    jail = sandbox.Jail(memory_mb=1024, processes=64)
+    try:
+        argv = jail.command([sys.executable, "-I", "-S", "-c", DATA_PROBE, str(MANIFEST.resolve())], env={})
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=sandbox.launcher_environment())
+    finally:
+        jail.close()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"manifest sha256: {manifest()['sha256']}", "data folder: read-only"]
+    assert not (DATA_DIR / "written.txt").exists()
+
+
 # Runs in the jail: writes into the socket folder (as a kernel makes its sockets), waits for the
 # test to seal the folder, then tries to write, rename and chmod there.
 SEAL_PROBE = r"""

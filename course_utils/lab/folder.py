@@ -74,14 +74,15 @@ def make_job(
     result: Path,
     secrets: list[str] = (),
 ) -> dict:
-    """The JSON a worker reads: which file, which notebook and points, the limits, where to write."""
+    """The JSON a worker reads: which file, which notebook and points, the limits (raised for a notebook
+    whose longest cell needs more, ``Limits.for_notebook``), where to write."""
     return {
         "path": str(sub.path.resolve()),
         "student": sub.student,
         "rel": sub.rel,
         "notebook": entry.name,
         "points": entry.points,
-        "limits": asdict(limits),
+        "limits": asdict(limits.for_notebook(entry.cell_seconds)),
         "seeds": list(seeds),
         "hidden_tests": str(hidden.resolve()) if hidden else None,
         "result": str(result),
@@ -283,7 +284,7 @@ def grade_folder(
     def grade(job: dict, job_file: Path) -> SubmissionResult:
         worker = workers.get()
         try:
-            return worker.grade(job, job_file, _budget(limits))
+            return worker.grade(job, job_file, _budget(Limits(**job["limits"])))
         finally:
             workers.put(worker)
 

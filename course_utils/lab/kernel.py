@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from queue import Empty
 
 import nbformat
@@ -58,6 +58,14 @@ class Limits:
 
     def total(self) -> float:
         return self.total_timeout if self.total_timeout > 0 else 10 * self.cell_timeout
+
+    def for_notebook(self, cell_seconds: float) -> Limits:
+        """These limits for a course notebook whose longest cell needs ``cell_seconds`` (its metadata's
+        ``grading_cell_timeout_s``, e.g. notebook 09's training): the cell limit rises to it and the total
+        grows by it. ``Limits(cell_timeout=120).for_notebook(420)`` -> cell 420 s, total 1,620 s."""
+        if cell_seconds <= self.cell_timeout:
+            return self
+        return replace(self, cell_timeout=float(cell_seconds), total_timeout=self.total() + cell_seconds)
 
 
 @dataclass

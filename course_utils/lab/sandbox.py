@@ -221,9 +221,11 @@ def processes_capped() -> bool:
 
 
 def _read_only_paths() -> list[str]:
-    """Folders the kernel sees, read-only: the system, this Python and its packages, and ``course_utils``
-    itself (not the folder holding it, which may be the course repository with grader files)."""
+    """Folders the kernel sees, read-only: the system, this Python and its packages, ``course_utils``
+    itself and the course's ``data/`` folder (the corpus manifest, the trained checkpoint), but not the
+    folder holding them, which may be the course repository with grader files."""
     import course_utils
+    from course_utils.corpus import DATA_DIR
 
     package = str(Path(course_utils.__file__).resolve().parent)
     paths = [
@@ -240,6 +242,7 @@ def _read_only_paths() -> list[str]:
         os.path.dirname(os.path.realpath(sys.executable)),
     ]
     paths += [p for p in sys.path if "site-packages" in p or "dist-packages" in p]
+    paths.append(str(DATA_DIR))
     real = sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)} | {package})
     return [p for p in real if not any(p.startswith(q.rstrip("/") + "/") for q in real if q != p)]
 

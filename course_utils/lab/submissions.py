@@ -46,11 +46,13 @@ class Submission:
 
 @dataclass(frozen=True)
 class CourseNotebook:
-    """A course notebook's name, its exercises' points, and the names its exercises define."""
+    """A course notebook's name, its exercises' points, the names its exercises define, and the time its
+    longest cell needs in a grader's kernel (0: the grader's ``--timeout`` is enough)."""
 
     name: str
     points: dict
     functions: frozenset
+    cell_seconds: float = 0.0
 
 
 def default_source() -> Path:
@@ -72,7 +74,12 @@ def course_catalog(source: Path) -> dict[str, CourseNotebook]:
         exercises = nb.metadata.get("course", {}).get("exercises", {})
         points = {name: float(spec.get("points", 1)) for name, spec in exercises.items()}
         names = frozenset(registry[e].expected_name for e in points if e in registry)
-        catalog[path.name] = CourseNotebook(path.name, points, names)
+        seconds = nb.metadata.get("course", {}).get("grading_cell_timeout_s", 0)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 3600:
+            raise ValueError(
+                f"{path.name}: course.grading_cell_timeout_s must be seconds in [0, 3600], got {seconds!r}"
+            )
+        catalog[path.name] = CourseNotebook(path.name, points, names, float(seconds))
     if not catalog:
         raise ValueError(f"source {source} holds no .ipynb notebooks")
     return catalog
