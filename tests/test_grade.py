@@ -545,6 +545,10 @@ def test_errors_and_tracebacks_count_against_the_output_caps():
     outs = []
     client.output(outs, _iopub("error", ename="E" * 10**6, evalue="", traceback=[]), None, 5)
     assert len(outs[0].ename) == _CappedClient.NAME_CHARS
+    # a figure (or a widget, HTML, a value) is not kept, costs no room and is not reported as truncated
+    dropped, outs = dict(client.dropped), []
+    client.output(outs, _iopub("display_data", data={"image/png": "i" * 10**6}, metadata={}), None, 6)
+    assert outs == [] and client.dropped == dropped and 6 not in client.kept
 
 
 def test_links_dot_names_and_old_notebooks(tmp_path):

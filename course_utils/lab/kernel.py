@@ -103,9 +103,10 @@ class _SandboxSpecs(KernelSpecManager):
 
 class _CappedClient(NotebookClient):
     """nbclient, but keeping at most ``cap`` characters of output per cell and ``total`` for the whole
-    submission: printed text, rich output, error messages and tracebacks alike (the rest is counted).
-    Of an error that does not fit, the exception's name (at most ``NAME_CHARS``) is always kept, then
-    as much of the message and of the traceback's last lines as there is room for."""
+    submission: printed text, error messages and tracebacks alike (the rest is counted). Of an error
+    that does not fit, the exception's name (at most ``NAME_CHARS``) is always kept, then as much of
+    the message and of the traceback's last lines as there is room for. Rich output (figures, widgets,
+    HTML, a cell's value) is never kept: the grader reads none of it, so it costs no room and no note."""
 
     NAME_CHARS = 100
 
@@ -124,15 +125,15 @@ class _CappedClient(NotebookClient):
             self.errors.setdefault(cell_index, (content["ename"], str(content.get("evalue", ""))[:300]))
             size = sum(len(str(line)) for line in content.get("traceback", [])) + len(str(content.get("evalue", "")))
         else:
-            size = sum(len(str(v)) for v in content.get("data", {}).values())
+            return None
         room = max(0, min(self.cap - self.kept.get(cell_index, 0), self.total - self.kept_total))
         if size > room:
             self.dropped[cell_index] = self.dropped.get(cell_index, 0) + size - room
-            if msg["msg_type"] == "stream" and room > 0:
+            if msg["msg_type"] == "error":  # kept, cut to the room left: its name says what went wrong
+                size = _cut_error(content, room)
+            elif room > 0:
                 content["text"] = content["text"][:room]
                 size = room
-            elif msg["msg_type"] == "error":  # kept, cut to the room left: its name says what went wrong
-                size = _cut_error(content, room)
             else:
                 return None
         self.kept[cell_index] = self.kept.get(cell_index, 0) + size
