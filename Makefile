@@ -29,8 +29,11 @@ setup-test: $(VENV)/.installed-test
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) notebooks/00_welcome.ipynb
 
+# Two workers (pytest-xdist): each notebook and the browser tests stay whole on one worker (conftest.py).
+TEST_WORKERS ?= 2
+
 test: setup-test
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The quick loop while editing: no notebooks (nbval), no browser, nothing marked slow.
 test-fast: setup-test

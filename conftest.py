@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -10,6 +11,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 _notebook_seconds: dict[str, float] = defaultdict(float)
+
+
+def pytest_configure(config):
+    """Inside a pytest-xdist worker, share the cores between the workers: torch here and everything
+    this worker starts (notebook kernels, the grader, the student runs) use cores // workers threads.
+    Two workers each training with two threads on two cores spin against each other (notebook 09's
+    training then passed nbval's cell timeout)."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if workers.isdigit() and int(workers) > 0:
+        threads = max(1, (os.cpu_count() or 1) // int(workers))
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(threads)
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -23,6 +38,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
+
+
+try:
+    import xdist.scheduler
+except ImportError:  # pytest-xdist is a test extra; without it everything runs in one process
+    pass
+else:
+
+    def pytest_xdist_make_scheduler(config, log):
+        """`make test` runs on two workers. A notebook's cells share one kernel, so one worker runs all
+        of them in order; the browser tests share one JupyterLab and one Chromium, so they stay on one
+        worker too; every other test is its own unit. (xdist's `loadgroup` marks do this by editing
+        node ids, which pytest 9 no longer reads, so the units are named here instead.)"""
+
+        class CourseScheduling(xdist.scheduler.LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                path = nodeid.split("::", 1)[0]
+                if path.endswith(".ipynb"):
+                    return path
+                if path.startswith("tests/browser/"):
+                    return "browser"
+                return nodeid
+
+        return CourseScheduling(config, log)
 
 
 def pytest_runtest_logreport(report):

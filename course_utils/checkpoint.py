@@ -120,7 +120,7 @@ def load_checkpoint(folder=COURSE_CHECKPOINT, device: torch.device | str = "cpu"
 
 
 def main() -> None:  # pragma: no cover - the 3-minute training run
-    torch.set_num_threads(1)  # the committed run uses one thread, as the test that retrains it does
+    torch.set_num_threads(1)  # the committed run used one thread (notebook 09 compares a fresh run with it)
     result = train_course_model()
     save_checkpoint(COURSE_CHECKPOINT, result["model"], result["tokenizer"], result["train_config"], result["log"])
     print(f"saved {COURSE_CHECKPOINT}: final validation loss {result['log']['val_loss'][-1]:.4f}")

@@ -6,8 +6,9 @@ Covers:
   ``sinusoid_frequencies`` and ``shift_rotation(k, d_model)``, the block-diagonal matrix R_k with
   PE(pos + k) = R_k · PE(pos) for every pos.
 - ``LearnedPositionEmbedding``: a trainable ``W_pos`` table (n_ctx × d_model), as in GPT-2.
-- ``closest_positions(table)``: the two positions whose vectors lie closest together, to show
-  that one sine is ambiguous where sin/cos pairs at many frequencies are not.
+- ``closest_positions(table)``: the two positions whose vectors lie closest together (ties broken by
+  a stated rule: the first pair in order), to show that one sine is ambiguous where sin/cos pairs
+  at many frequencies are not.
 - ``rope_rotate(x, positions, layout)``: rotate each pair of features of a query or key by the
   angle position × frequency. ``layout="interleaved"`` (RoFormer, the default) pairs (0, 1),
   (2, 3), ...; ``layout="halves"`` (Llama-style code) pairs i with i + d/2. That is only a storage
@@ -19,11 +20,13 @@ caching the cos/sin tables.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
-from course_utils.validate import float_tensor, integer, one_of, positive_int
+from course_utils.validate import float_tensor, has_data, integer, one_of, positive_int
 
 BASE = 10_000.0
 PAIRS = "features are rotated in pairs"  # why a width must be even
@@ -88,20 +91,43 @@ class LearnedPositionEmbedding(nn.Module):
         return self.W_pos[:seq_len]  # (pos, d_model)
 
 
-def closest_positions(table: Float[Tensor, "n_ctx d"]) -> tuple[float, int, int]:
-    """(distance, i, j) of the two closest distinct rows:
-    ``closest_positions(tensor([[0.], [1.], [0.1]]))`` -> ``(0.1, 0, 2)``."""
+class ClosestPair(NamedTuple):
+    distance: float
+    i: int
+    j: int
+    n_tied: int  # pairs within the tie tolerance of the smallest distance (1 when the closest pair is unique)
+
+
+def closest_positions(table: Float[Tensor, "n_ctx d"], atol: float | None = None) -> ClosestPair:
+    """The two closest distinct rows, with how many pairs tie for closest:
+    ``closest_positions(tensor([[0.], [1.], [0.1]]))`` -> ``ClosestPair(0.1, 0, 2, 1)``.
+
+    Tie rule: every pair within ``atol`` of the smallest distance ties, and the first of them in
+    order (smallest ``i``, then ``j``) is returned. Sinusoidal tables tie by construction (every pair
+    of neighbours is the same distance apart), so without a rule the winner would be decided by
+    rounding and differ between processors. ``atol`` defaults to sqrt(eps) of the table's dtype times
+    max(1, max |table|): 1.5e-8 for float64, well above the ~1e-13 by which sin(pos · ω) is off at
+    pos ~ 512, well below the gaps between distinct distances. Distances are taken in float64 without
+    the matrix-product shortcut, which cancels digits.
+    """
     if not isinstance(table, torch.Tensor) or not table.is_floating_point() or table.ndim != 2 or table.shape[0] < 2:
         raise ValueError(
             f"table must be a floating-point tensor of shape (n_ctx >= 2, d), got "
             f"{tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__}"
         )
     t = table.double()
-    distances = torch.cdist(t, t)  # (n_ctx, n_ctx)
-    distances.fill_diagonal_(float("inf"))
-    flat = int(distances.argmin())
-    i, j = divmod(flat, t.shape[0])
-    return float(distances[i, j]), min(i, j), max(i, j)
+    if atol is None:
+        scale = max(1.0, float(t.abs().max())) if has_data(t) else 1.0
+        atol = torch.finfo(table.dtype).eps ** 0.5 * scale
+    elif isinstance(atol, bool) or not isinstance(atol, (int, float)) or not 0 <= atol < float("inf"):
+        raise ValueError(f"atol must be a finite number >= 0 (or None for the table's rounding), got {atol!r}")
+    distances = torch.cdist(t, t, compute_mode="donot_use_mm_for_euclid_dist")  # (n_ctx, n_ctx)
+    upper = torch.ones_like(distances, dtype=torch.bool).triu(diagonal=1)  # each pair once, i < j
+    distances = distances.masked_fill(~upper, float("inf"))
+    smallest = distances.min()
+    tied = (distances <= smallest + atol).nonzero()  # (n_tied, 2) in row-major order: the first pair first
+    i, j = (int(v) for v in tied[0])
+    return ClosestPair(float(smallest), i, j, int(tied.shape[0]))
 
 
 def halves_order(d_head: int) -> Int[Tensor, "d_head"]:

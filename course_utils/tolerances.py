@@ -49,3 +49,21 @@ def teaching_tolerance(precision: str = "float32") -> tuple[float, float]:
     if precision not in TEACHING_TOLERANCES:
         raise ValueError(f"precision must be one of {sorted(TEACHING_TOLERANCES)}, got {precision!r}")
     return TEACHING_TOLERANCES[precision]
+
+
+def format_up_to_rounding(value: float, floor: float = 1e-6, spec: str = ".2e") -> str:
+    """How a notebook prints a number that may be zero up to rounding: never the rounding noise itself.
+
+    ``format_up_to_rounding(3.3e-07)`` -> ``'0 up to rounding (< 1e-6)'``;
+    ``format_up_to_rounding(3.12)`` -> ``'3.12e+00'``. The noise below ``floor`` differs between
+    processors, thread counts and devices, so a stored output that printed it could not be reproduced.
+    """
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex():
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise TypeError(f"value must be a real number (a float or a one-element tensor), got {value!r}")
+    if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 < floor < float("inf"):
+        raise ValueError(f"floor must be a positive finite number, got {floor!r}")
+    if abs(value) < floor:
+        return f"0 up to rounding (< {floor:.0e})".replace("e-0", "e-")
+    return format(value, spec)

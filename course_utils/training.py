@@ -216,7 +216,8 @@ def train(
 
 
 def threads_for_load(load: float | None = None, cores: int | None = None) -> int:
-    """How many CPU threads to train with: 1 when the machine is already busier than its cores, else all.
+    """How many CPU threads to train with: 1 when the machine is already busier than its cores, else all,
+    and never more than ``$OMP_NUM_THREADS`` when that is set (the user's or the test runner's limit).
 
     ``threads_for_load(9.0, 2)`` -> 1. On a crowded machine every extra thread waits for the others
     (a step took about ten times longer with 2 threads than with 1 at a load of 10 on 2 cores).
@@ -225,4 +226,6 @@ def threads_for_load(load: float | None = None, cores: int | None = None) -> int
 
     cores = (os.cpu_count() or 1) if cores is None else cores
     load = os.getloadavg()[0] if load is None else load
-    return 1 if load > cores else cores
+    threads = 1 if load > cores else cores
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return min(threads, int(limit)) if limit.isdigit() and int(limit) > 0 else threads

@@ -196,6 +196,7 @@ NOT_ON_META = {
     "positions.shift_rotation": "takes only ints: no input device to follow",
     "positions.halves_order": "takes only an int: an index tensor (CPU indices index tensors on any device)",
     "positions.closest_positions": "returns Python numbers: which two rows are closest (needs data)",
+    "positions.ClosestPair": "a named tuple of Python numbers",
     "embeddings.changed_rows": "returns Python ints: which rows changed (needs data)",
     "induction.InductionConfig": "a dataclass of numbers",
     "induction.AttentionOnlyTransformer": "embeds token ids, which are range-checked with .item()",

@@ -11,7 +11,7 @@ import pytest
 
 from course_utils.checks import all_exercises
 from course_utils.lab.solutions import has_solution
-from notebook_tools import check_cells, course_notebooks, read
+from notebook_tools import check_cells, course_notebooks, output_text, read
 
 NOTEBOOKS = course_notebooks()
 EXERCISES = all_exercises()
@@ -137,3 +137,64 @@ def test_each_exercise_says_how_to_ask_for_a_hint(path):
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for name in nb.metadata.get("course", {}).get("exercises", {}):
         assert f'hint("{name}")' in markdown, f'{name}: no markdown cell tells the student to run hint("{name}")'
+
+
+UNCOMPARED = "nbval-ignore-output"
+WHY_NOT_COMPARED = re.compile(r"^# Output not compared by the tests: \S.*\.$")
+# A number printed in scientific notation below 1e-5 is almost always rounding noise, which differs
+# between processors, thread counts and devices: print it with tolerances.format_up_to_rounding.
+# Not a setting (eps=1e-05) and not a threshold ("below 1e-12", "< 1e-6").
+TINY = re.compile(r"(?<![=\w.])(?<!below )(?<!< )\d(\.\d+)?e-(0[5-9]|[1-9]\d)\b")
+TINY_BUT_REAL = {  # (notebook, text): why the small number is a fact and not rounding noise
+    ("02_embeddings_positions.ipynb", "distance 1.3e-07"): "sin 11 - sin 344 in float64 (noise ~1e-13)",
+    ("01_tokenisation.ipynb", "lo · west 5e-05"): "a product of the unigram probabilities 0.01 and 0.005",
+    ("01_tokenisation.ipynb", "lo · w · est 3e-07"): "0.01 · 0.001 · 0.03",
+    ("01_tokenisation.ipynb", "l · o · west 5e-09"): "0.001 · 0.001 · 0.005",
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_uncompared_cell_says_why(path):
+    """Only an output that honestly depends on the machine (a timing, a device, a run trained on
+    `device`) may skip nbval's comparison, and its cell's first line says which (CONTRIBUTING.md)."""
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type == "code" and UNCOMPARED in cell.metadata.get("tags", []):
+            first = cell.source.splitlines()[0] if cell.source else ""
+            assert WHY_NOT_COMPARED.match(first), f"cell {index} is tagged {UNCOMPARED} but its first line is {first!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_compared_outputs_print_no_rounding_noise_and_no_device_samples(path):
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type != "code" or UNCOMPARED in cell.metadata.get("tags", []):
+            continue
+        for line in output_text(cell).splitlines():
+            for match in TINY.finditer(line):
+                allowed = any(text in line and match.group() in text for (nb, text) in TINY_BUT_REAL if nb == path.name)
+                assert allowed, f"cell {index} prints {match.group()!r} ({line.strip()!r}): rounding noise?"
+        # Stored samples come from a CPU generator: a CUDA generator draws other numbers.
+        assert not re.search(r"Generator\(\s*device\s*=", cell.source), f"cell {index}: a generator on `device`"
+
+
+def _sanitizer_patterns() -> dict[str, re.Pattern]:
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "tests" / "nbval_sanitize.cfg")
+    return {section: re.compile(config[section]["regex"]) for section in config.sections()}
+
+
+def test_every_mask_is_used_and_every_masked_cell_says_so():
+    """The sanitizer hides only what a cell declares machine-dependent, and has no unused (hence
+    untested, possibly over-broad) pattern."""
+    used = set()
+    for path in NOTEBOOKS:
+        for index, cell in enumerate(read(path).cells):
+            if cell.cell_type != "code" or UNCOMPARED in cell.metadata.get("tags", []):
+                continue
+            text = output_text(cell)
+            for name, pattern in _sanitizer_patterns().items():
+                if pattern.search(text):
+                    used.add(name)
+                    assert "the tests mask it" in cell.source, f"{path.name} cell {index}: masked by {name!r} without saying so"
+    assert used == set(_sanitizer_patterns()), f"unused masks: {set(_sanitizer_patterns()) - used}"

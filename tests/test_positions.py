@@ -52,19 +52,50 @@ def test_sin2_cos2_from_the_addition_formulas():
 def test_closest_positions_against_brute_force():
     table = torch.randn(30, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
     best = min((float((table[i] - table[j]).norm()), i, j) for i, j in itertools.combinations(range(30), 2))
-    distance, i, j = closest_positions(table)
-    assert (i, j) == best[1:] and distance == pytest.approx(best[0])
+    distance, i, j, n_tied = closest_positions(table)
+    assert (i, j) == best[1:] and distance == pytest.approx(best[0]) and n_tied == 1
     with pytest.raises(ValueError, match="n_ctx >= 2"):
         closest_positions(table[:1])
+    with pytest.raises(ValueError, match="atol"):
+        closest_positions(table, atol=-1.0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_closest_positions_breaks_ties_by_the_first_pair_whatever_the_rounding(seed):
+    # Points 0, 1, 2, 3 evenly spaced on a line: pairs (0, 1), (1, 2), (2, 3) tie exactly. Rounding-sized
+    # noise (1e-12) decides which is smallest; the rule must not care, and must count the three.
+    gen = torch.Generator().manual_seed(seed)
+    table = torch.tensor([[0.0], [1.0], [2.0], [3.0], [10.0]], dtype=torch.float64)
+    noisy = table + 1e-12 * torch.randn(table.shape, generator=gen, dtype=torch.float64)
+    assert closest_positions(noisy)[1:] == (0, 1, 3)
+    assert closest_positions(noisy, atol=0.0).n_tied == 1  # no tolerance: the noise picks one
+    assert closest_positions(noisy.flip(0))[1:] == (1, 2, 3)  # first in order of the reversed table
+
+
+def test_sinusoidal_ties_are_found_and_give_the_same_pair_at_any_thread_count():
+    pe = sinusoidal_encoding(512, 512, dtype=torch.float64)
+    threads = torch.get_num_threads()
+    try:
+        found = []
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            found.append([closest_positions(pe[:, cols])[1:] for cols in (slice(0, 1), slice(0, 2), slice(None))])
+    finally:
+        torch.set_num_threads(threads)
+    assert found[0] == found[1]
+    one_sine, one_pair, whole = found[0]
+    assert one_sine == (11, 344, 1)  # a genuine near-coincidence: sin 11 and sin 344 differ by 1.3e-7
+    assert one_pair == (0, 333, 179)  # the pair's distance depends only on the offset: 333 apart ties 179 times
+    assert whole == (0, 1, 511)  # every pair of neighbours is equally far apart
 
 
 def test_one_sine_is_ambiguous_but_the_whole_table_is_not():
     assert math.sin(math.radians(30)) == pytest.approx(math.sin(math.radians(150)))  # the clock: 1 and 5 o'clock
     assert math.cos(math.radians(30)) == pytest.approx(-math.cos(math.radians(150)))  # the cosine tells them apart
     pe = sinusoidal_encoding(512, 512, dtype=torch.float64)
-    one_sine, _, _ = closest_positions(pe[:, :1])
-    one_pair, _, _ = closest_positions(pe[:, :2])
-    whole, i, j = closest_positions(pe)
+    one_sine = closest_positions(pe[:, :1]).distance
+    one_pair = closest_positions(pe[:, :2]).distance
+    whole, i, j, _ = closest_positions(pe)
     assert one_sine < 1e-5 and one_pair < 0.05  # two positions far apart look (almost) alike
     neighbours = float((pe[1] - pe[0]).norm())
     assert j == i + 1 and whole == pytest.approx(neighbours) and whole > 3  # all 512 positions are far apart

@@ -63,7 +63,7 @@ def test_outputs_and_widget_state_are_cleared(path, student_dir):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_student_version_runs_and_checks_say_not_attempted(path, student_dir, tmp_path):
     nb = read(student_dir / path.name)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [output_text(c) for c in nb.cells if any(o.get("output_type") == "error" for o in c.get("outputs", []))]
     assert not errors, f"uncaught errors in the student version: {errors}"
     for index, exercise, argument in check_cells(nb):

@@ -123,8 +123,14 @@ def test_gradients_are_clipped():
     assert len(seen) == 3 and max(seen) <= 0.01 + 1e-6
 
 
-def test_threads_for_load():
+def test_threads_for_load(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert threads_for_load(9.0, 2) == 1 and threads_for_load(0.5, 2) == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a limit (the test workers set one) is never exceeded
+    assert threads_for_load(0.5, 2) == 1 and threads_for_load(0.5, 16) == 1
+    for ignored in ("", "0", "lots"):  # not a positive count: no limit
+        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
+        assert threads_for_load(0.5, 4) == 4
 
 
 def test_checkpoint_round_trip_and_errors(tmp_path):
@@ -174,26 +180,11 @@ def test_committed_checkpoint_starts_as_the_recipe_does():
     torch.testing.assert_close(torch.tensor(log["train_loss"]), torch.tensor(ckpt["log"]["train_loss"][:5]), rtol=0, atol=2e-3)
 
 
-@pytest.mark.slow
-def test_committed_checkpoint_is_what_the_recipe_makes():
-    """Retrain from the seed (about 2 min): validation losses within 0.03 nats, logits close."""
-    from course_utils.checkpoint import train_course_model
-
-    ckpt = load_checkpoint(COURSE_CHECKPOINT)
-    # The committed run used one thread; another thread count changes the sums only in the last bits
-    # (the notebook's two-thread run ends at the same 3.224), well inside the tolerance below.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(threads_for_load())
-    try:
-        result = train_course_model(progress=False)
-    finally:
-        torch.set_num_threads(threads)
-    committed, fresh = ckpt["log"]["val_loss"], result["log"]["val_loss"]
-    assert max(abs(a - b) for a, b in zip(committed, fresh)) < 0.03
-    tokens = split_tokens(torch.tensor(ckpt["tokenizer"].encode_ordinary("ROMEO:\nWhat say you?\n")))[0][None]
-    with torch.no_grad():
-        diff = (result["model"](tokens).softmax(-1) - ckpt["model"](tokens).softmax(-1)).abs().max()
-    assert float(diff) < 0.05
+# Retraining the whole recipe from the seed (about 2 minutes) is checked once per test run, by
+# notebook 09 under nbval: its cell after the training run holds this run's validation losses within
+# 0.03 nats of the committed log at every evaluation and the two models' next-token probabilities
+# within 0.05, and nbval fails if either verdict differs from the stored True. (A test here ran the
+# same training a second time.)
 
 
 @pytest.mark.slow
