@@ -17,7 +17,7 @@ grep -m1 "model name" /proc/cpuinfo | tee -a "$out/machine.txt"
 status=0
 gpu_files=$(grep -l "mark.gpu" tests/*.py)
 # shellcheck disable=SC2086  # one argument per file
-timeout 150 python3 -m pytest -p no:cacheprovider -o addopts="-ra" -q -m gpu $gpu_files 2>&1 | tee "$out/gpu_tests.log" || status=1
-timeout 210 python3 -m pytest -p no:cacheprovider -q notebooks 2>&1 | tee "$out/nbval_cuda.log" || status=1
-COURSE_DEVICE=cpu timeout 210 python3 -m pytest -p no:cacheprovider -q notebooks 2>&1 | tee "$out/nbval_cpu.log" || status=1
+timeout 100 python3 -m pytest -p no:cacheprovider -o addopts="-ra" -q -m gpu $gpu_files 2>&1 | tee "$out/gpu_tests.log" || status=1
+timeout 270 python3 -m pytest -p no:cacheprovider -q notebooks 2>&1 | tee "$out/nbval_cuda.log" || status=1
+COURSE_DEVICE=cpu timeout 220 python3 -m pytest -p no:cacheprovider -q notebooks 2>&1 | tee "$out/nbval_cpu.log" || status=1
 exit $status
