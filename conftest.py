@@ -49,8 +49,10 @@ else:
     def pytest_xdist_make_scheduler(config, log):
         """`make test` runs on two workers. A notebook's cells share one kernel, so one worker runs all
         of them in order; the browser tests share one JupyterLab and one Chromium, so they stay on one
-        worker too; every other test is its own unit. (xdist's `loadgroup` marks do this by editing
-        node ids, which pytest 9 no longer reads, so the units are named here instead.)"""
+        worker too; so do the grader's and the sandbox's tests, which look for leftover processes and
+        cgroups machine-wide and would see the other worker's graders. Every other test is its own
+        unit. (xdist's `loadgroup` marks do this by editing node ids, which pytest 9 no longer reads, so
+        the units are named here instead.)"""
 
         class CourseScheduling(xdist.scheduler.LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
@@ -59,6 +61,8 @@ else:
                     return path
                 if path.startswith("tests/browser/"):
                     return "browser"
+                if path in ("tests/test_grade.py", "tests/test_sandbox.py"):
+                    return "grader"
                 return nodeid
 
         return CourseScheduling(config, log)

@@ -92,7 +92,8 @@ _code = _w.stable_softmax.__code__.replace(co_filename="/tmp/ipykernel_1/1.py", 
 stable_softmax = types.FunctionType(_code, _w.stable_softmax.__globals__, "stable_softmax")
 '''  # the reference's code under a notebook cell's file name, in a function of the notebook's own
 SECRET_ENV = "COURSE_LAB_TEST_SECRET"  # set in the grader's environment by the tests
-SLEEPER = "course-lab-fixture-sleeper"  # in the command line of every process a fixture leaves running
+# In the command line of every process a fixture leaves running; the pid keeps two test processes apart.
+SLEEPER = f"course-lab-fixture-sleeper-{os.getpid()}"
 # Defines the right answer only if nothing in ``leaks`` happened; the attacks come before it.
 GUARDED = '''
 if leaks:
