@@ -1,7 +1,11 @@
-"""Graded checks: one module per notebook, plus the shared machinery in ``core`` and ``compare``.
+"""Graded checks: a package per notebook, a file per exercise, plus the shared machinery
+(``core``: the ``Exercise`` model and its verdicts; ``compare``: how answers are compared;
+``bank``: the decorators that keep each mistake beside its hint).
 
-Each notebook module defines ``EXERCISES`` (a dict name -> ``Exercise``) and a ``check_<name>``
-function per exercise for use in the notebook. ``get_exercise(name)`` finds any of them, which is
+``checks/<notebook>/<exercise>.py`` holds one exercise whole: its reference, cases, mistakes with
+their hints, accepted alternatives and hint levels, its ``Exercise`` and its ``check_<name>``
+function. Each file and each notebook package define ``EXERCISES`` (a dict name -> ``Exercise``);
+the package re-exports the ``check_<name>`` functions the notebook imports. ``get_exercise(name)`` finds any of them, which is
 how the grader and the tests reach every check without a hand-kept list. ``hint(name, level)``
 shows an exercise's hints one level at a time (a nudge first, never the code).
 """
@@ -25,14 +29,15 @@ __all__ = [
     "all_exercises",
     "get_exercise",
     "check_modules",
+    "exercise_modules",
     "hint",
 ]
 
-_MACHINERY = {"core", "compare"}
+_MACHINERY = {"core", "compare", "bank"}
 
 
 def check_modules() -> list[str]:
-    """Names of the per-notebook check modules, e.g. ``['welcome', 'tokenisation', ...]``."""
+    """Names of the per-notebook check packages, e.g. ``['attention', 'welcome', ...]``."""
     return sorted(
         m.name for m in pkgutil.iter_modules(__path__) if m.name not in _MACHINERY and not m.name.startswith("_")
     )
@@ -48,6 +53,16 @@ def all_exercises() -> dict[str, Exercise]:
                 raise RuntimeError(f"exercise name {name!r} is defined twice (second time in checks.{module_name})")
             found[name] = exercise
     return found
+
+
+def exercise_modules(notebook: str) -> list[str]:
+    """The exercise files of one notebook's package, as module names (``_``-prefixed helpers left out)."""
+    package = importlib.import_module(f"{__name__}.{notebook}")
+    if not hasattr(package, "__path__"):  # TRANSITION: a notebook whose checks are still one module
+        return [package.__name__]
+    return sorted(
+        f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
+    )
 
 
 def get_exercise(name: str) -> Exercise:

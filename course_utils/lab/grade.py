@@ -38,7 +38,7 @@ from typing import Callable
 
 import nbformat
 
-from course_utils.checks import check_modules
+from course_utils.checks import check_modules, exercise_modules
 from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
 from course_utils.lab.hidden import HiddenTests
 from course_utils.lab.kernel import CellProblem, KernelDied, Limits, ProbeTimeout, SubmissionKernel
@@ -81,12 +81,15 @@ class SubmissionResult:
 
 
 def exercise_files() -> dict[str, str]:
-    """Which file defines each course exercise: ``{'stable_softmax': '.../checks/welcome.py'}``."""
+    """Which file defines each course exercise: ``{'stable_softmax': '.../checks/welcome/stable_softmax.py'}``.
+
+    The sandboxed kernel loads that file afresh to run the exercise's cases (``probe``)."""
     files = {}
-    for name in check_modules():
-        module = importlib.import_module(f"course_utils.checks.{name}")
-        for exercise in getattr(module, "EXERCISES", {}):
-            files[exercise] = module.__file__
+    for notebook in check_modules():
+        for module_name in exercise_modules(notebook):
+            module = importlib.import_module(module_name)
+            for exercise in getattr(module, "EXERCISES", {}):
+                files[exercise] = module.__file__
     return files
 
 
