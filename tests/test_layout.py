@@ -1,25 +1,42 @@
-"""The layout CONTRIBUTING.md promises: checks and viz named after their notebook, and Core modules
-that never pick a device themselves (they follow their inputs)."""
+"""The layout CONTRIBUTING.md promises, enforced:
+
+- no library file passes 300 lines (Core, ``checks/``, ``lab/``, ``viz/`` alike);
+- the architecture's import rules: Core never imports ``viz``, ``checks``, ``lab`` or ``device``
+  (it follows its inputs' device instead of picking one); ``checks`` never imports ``viz``;
+- checks and figures are named after their notebook: ``checks/<notebook>/`` is a package with one
+  file per exercise, ``checks/<notebook>/<exercise>.py`` defining exactly that exercise.
+
+``layout_problems(package)`` does the scanning, so each rule is also shown failing on a planted file.
+"""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
 import pytest
 
-from notebook_tools import course_notebooks, read
+from notebook_tools import check_cells, course_notebooks, read
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "course_utils"
-NOT_CORE = {"device.py", "envcheck.py", "__init__.py"}  # they pick and describe devices
+MAX_LINES = 300
+NOT_CORE = {"device.py", "envcheck.py", "__init__.py"}  # they pick and describe devices, or gather exports
 NOT_CORE_FOLDERS = {"checks", "viz", "lab"}
+FORBIDDEN = {  # folder (None = Core) -> course_utils modules it must not import, and why
+    None: ({"viz", "checks", "lab", "device", "envcheck"}, "Core is the maths and follows its inputs' device"),
+    "checks": ({"viz"}, "a check gives a verdict in text; figures belong to viz"),
+}
 
 
-def _core_modules() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py")
-                  if p.name not in NOT_CORE and not set(p.relative_to(PACKAGE).parts[:-1]) & NOT_CORE_FOLDERS)
+def _area(path: Path, package: Path) -> str | None:
+    """``None`` for a Core module, else the sub-package it sits in (``checks``, ``lab``, ``viz``, ...)."""
+    parts = path.relative_to(package).parts
+    if len(parts) > 1 and parts[0] in NOT_CORE_FOLDERS:
+        return parts[0]
+    return "top" if path.name in NOT_CORE else None
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -33,23 +50,81 @@ def _imported_modules(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", _core_modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_core_never_imports_device(path):
-    bad = {n for n in _imported_modules(path) if n in {"course_utils.device", "course_utils.envcheck"}}
-    assert not bad, f"{path.name} imports {sorted(bad)}: Core follows its inputs' device instead of picking one"
+def layout_problems(package: Path) -> list[str]:
+    """Every file of ``package`` that passes the line limit or breaks an import rule, in words."""
+    problems = []
+    name = package.name
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(package.parent)
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_LINES:
+            problems.append(f"{where} has {lines} lines (limit {MAX_LINES}): split it by concept")
+        rule = FORBIDDEN.get(_area(path, package))
+        if rule is None:
+            continue
+        banned, why = rule
+        first_import = {}  # banned area -> the first import that reaches it
+        for module in sorted(_imported_modules(path)):
+            parts = module.split(".")
+            if parts[0] == name and len(parts) > 1 and parts[1] in banned:
+                first_import.setdefault(parts[1], module)
+        problems += [f"{where} imports {module}: {why}" for module in first_import.values()]
+    return problems
 
 
-def test_the_rule_sees_a_violation(tmp_path):
-    sample = tmp_path / "m.py"
-    sample.write_text("from course_utils.device import pick_device\n")
-    assert "course_utils.device" in _imported_modules(sample)
+def test_no_library_file_passes_the_limit_or_breaks_an_import_rule():
+    assert layout_problems(PACKAGE) == []
+
+
+@pytest.mark.parametrize(
+    "relative, text, expected",
+    [
+        ("course_utils/big.py", "x = 1\n" * (MAX_LINES + 1), f"has {MAX_LINES + 1} lines"),
+        ("course_utils/lab/big.py", "x = 1\n" * (MAX_LINES + 1), f"has {MAX_LINES + 1} lines"),
+        ("course_utils/maths.py", "from course_utils.viz.drawing import plot\n", "imports course_utils.viz"),
+        ("course_utils/maths.py", "import course_utils.checks.core\n", "imports course_utils.checks.core"),
+        ("course_utils/maths.py", "from course_utils.device import pick_device\n", "imports course_utils.device"),
+        ("course_utils/maths.py", "from course_utils import lab\n", "imports course_utils.lab"),
+        ("course_utils/checks/x/y.py", "from course_utils.viz import attention\n", "imports course_utils.viz"),
+    ],
+)
+def test_the_layout_check_sees_a_planted_violation(tmp_path, relative, text, expected):
+    planted = tmp_path / relative
+    for folder in [*reversed(planted.relative_to(tmp_path).parents)][1:]:
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / "__init__.py").touch()
+    planted.write_text(text)
+    (tmp_path / "course_utils" / "fine.py").write_text("x = 1\n" * (MAX_LINES - 1) + "from course_utils import softmax\n")
+    problems = layout_problems(tmp_path / "course_utils")
+    assert len(problems) == 1 and expected in problems[0], problems
+
+
+def _notebook_exercises(path: Path) -> list[str]:
+    """The notebook's exercises in the order its check cells call them."""
+    nb = read(path)
+    graded = set(nb.metadata.get("course", {}).get("exercises", {}))
+    in_order = [name for _, name, _ in check_cells(nb)]
+    assert set(in_order) == graded, f"{path.name}: check cells {in_order} vs metadata {sorted(graded)}"
+    return list(dict.fromkeys(in_order))
 
 
 @pytest.mark.parametrize("path", course_notebooks(), ids=lambda p: p.name)
-def test_checks_and_figures_are_named_after_their_notebook(path):
+def test_checks_are_a_package_per_notebook_and_a_file_per_exercise(path):
     name = re.sub(r"^\d+_", "", path.stem)
     source = "\n".join(c.source for c in read(path).cells if c.cell_type == "code")
-    if read(path).metadata.get("course", {}).get("exercises"):
-        assert (PACKAGE / "checks" / f"{name}.py").exists(), f"checks for {path.name} belong in checks/{name}.py"
-        checks_used = set(re.findall(r"course_utils\.checks\.(\w+)", source)) - {name}
-        assert not checks_used, f"{path.name} imports checks of another notebook: {sorted(checks_used)}"
+    checks_used = set(re.findall(r"course_utils\.checks\.(\w+)", source)) - {name}
+    assert not checks_used, f"{path.name} imports checks of another notebook: {sorted(checks_used)}"
+    exercises = _notebook_exercises(path)
+    if not exercises:
+        return
+    folder = PACKAGE / "checks" / name
+    assert (folder / "__init__.py").exists(), f"checks for {path.name} belong in the package checks/{name}/"
+    files = sorted(p.stem for p in folder.glob("*.py") if not p.name.startswith("_"))
+    assert files == sorted(exercises), f"checks/{name}/ should hold one file per exercise of {path.name}"
+    package = importlib.import_module(f"course_utils.checks.{name}")
+    assert list(package.EXERCISES) == exercises, "the package lists the notebook's exercises in notebook order"
+    for exercise in exercises:
+        module = importlib.import_module(f"course_utils.checks.{name}.{exercise}")
+        assert list(module.EXERCISES) == [exercise], f"checks/{name}/{exercise}.py defines {list(module.EXERCISES)}"
+        assert package.EXERCISES[exercise] is module.EXERCISES[exercise]
+        assert callable(getattr(package, f"check_{exercise}", None)), f"checks.{name} exports check_{exercise}"
