@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from course_utils.checks.compare import describe_mismatch, distinct_digits
-from course_utils.checks.core import ERROR, FAILED, PASSED, Alternative, Case, Exercise, Mistake, error_hint
+from course_utils.checks.core import ERROR, FAILED, PASSED, Alternative, Case, Exercise, Mistake
+from course_utils.checks.outcome import error_hint
 from course_utils.tolerances import TEACHING_TOLERANCES, teaching_tolerance
 
 

@@ -1,13 +1,15 @@
 """Graded checks: a package per notebook, a file per exercise, plus the shared machinery
-(``core``: the ``Exercise`` model and its verdicts; ``compare``: how answers are compared;
-``bank``: the decorators that keep each mistake beside its hint).
+(``core``: the ``Exercise`` model and its verdicts; ``outcome``: what a student's call did, in one
+line; ``compare``: how answers are compared; ``bank``: the decorators that keep each mistake
+beside its hint).
 
 ``checks/<notebook>/<exercise>.py`` holds one exercise whole: its reference, cases, mistakes with
 their hints, accepted alternatives and hint levels, its ``Exercise`` and its ``check_<name>``
 function. Each file and each notebook package define ``EXERCISES`` (a dict name -> ``Exercise``);
-the package re-exports the ``check_<name>`` functions the notebook imports. ``get_exercise(name)`` finds any of them, which is
-how the grader and the tests reach every check without a hand-kept list. ``hint(name, level)``
-shows an exercise's hints one level at a time (a nudge first, never the code).
+the package re-exports the ``check_<name>`` functions the notebook imports. ``get_exercise(name)``
+finds any exercise, which is how the grader and the tests reach every check without a hand-kept
+list. ``hint(name, level)`` shows an exercise's hints one level at a time (a nudge first, never the
+code).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ __all__ = [
     "hint",
 ]
 
-_MACHINERY = {"core", "compare", "bank"}
+_MACHINERY = {"core", "compare", "bank", "outcome"}
 
 
 def check_modules() -> list[str]:
