@@ -25,6 +25,7 @@ from torch import Tensor
 from course_utils.attention import IMPLS, attention_pattern
 from course_utils.masking import causal_mask
 from course_utils.softmax import masked_softmax
+from course_utils.threads import torch_threads
 from course_utils.validate import bool_tensor, positive_int
 
 
@@ -65,13 +66,8 @@ def measure_attention(
     thread gives much steadier numbers than several competing ones.
     """
     device = torch.device(device)
-    threads_before = torch.get_num_threads()
-    if device.type == "cpu" and cpu_threads is not None:
-        torch.set_num_threads(cpu_threads)
-    try:
+    with torch_threads(cpu_threads if device.type == "cpu" else None, name="cpu_threads"):
         return _measure(n_ctx_values, d_head, n_heads, device, repeats, seed)
-    finally:
-        torch.set_num_threads(threads_before)
 
 
 def _measure(n_ctx_values, d_head, n_heads, device, repeats, seed) -> list[dict]:
@@ -195,10 +191,7 @@ def measure_mask_savings(
     """
     positive_int("n_ctx", n_ctx)
     device = torch.device(device)
-    threads_before = torch.get_num_threads()
-    if device.type == "cpu" and cpu_threads is not None:
-        torch.set_num_threads(cpu_threads)
-    try:
+    with torch_threads(cpu_threads if device.type == "cpu" else None, name="cpu_threads"):
         gen = torch.Generator(device=device).manual_seed(seed)
         q, k, v = torch.randn(
             3, 1, n_heads, n_ctx, d_head, generator=gen, device=device
@@ -220,8 +213,6 @@ def measure_mask_savings(
             }
             for name in runs
         }
-    finally:
-        torch.set_num_threads(threads_before)
 
 
 def visited_tiles(mask: Bool[Tensor, "q_pos k_pos"], tile: int = 64) -> float:

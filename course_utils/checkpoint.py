@@ -18,6 +18,7 @@ import torch
 
 from course_utils.corpus import DATA_DIR, load_corpus
 from course_utils.gpt import GPT, GPTConfig, check_state_dict
+from course_utils.threads import torch_threads
 from course_utils.tokenisation.byte_bpe import ByteBPETokenizer
 from course_utils.tokenisation.course import SPECIAL_TOKENS
 from course_utils.training import TrainConfig, split_tokens, train
@@ -120,8 +121,8 @@ def load_checkpoint(folder=COURSE_CHECKPOINT, device: torch.device | str = "cpu"
 
 
 def main() -> None:  # pragma: no cover - the 3-minute training run
-    torch.set_num_threads(1)  # the committed run used one thread (notebook 09 compares a fresh run with it)
-    result = train_course_model()
+    with torch_threads(1):  # the committed run used one thread (notebook 09 compares a fresh run with it)
+        result = train_course_model()
     save_checkpoint(COURSE_CHECKPOINT, result["model"], result["tokenizer"], result["train_config"], result["log"])
     print(f"saved {COURSE_CHECKPOINT}: final validation loss {result['log']['val_loss'][-1]:.4f}")
 

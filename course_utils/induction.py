@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from course_utils.masking import causal_mask
 from course_utils.multihead import MultiHeadAttention
+from course_utils.threads import torch_threads
 from course_utils.validate import int_in, integer, positive_int
 
 
@@ -149,16 +150,8 @@ def train_induction_model(
     thread is fastest, and on a busy machine several threads can be ten times slower.
     """
     integer("seed", seed)
-    if cpu_threads is not None:
-        positive_int("cpu_threads", cpu_threads)
-    device = torch.device("cpu" if device is None else device)
-    threads_before = torch.get_num_threads()
-    if cpu_threads is not None:
-        torch.set_num_threads(cpu_threads)
-    try:
-        return _train(cfg, seed, device)
-    finally:
-        torch.set_num_threads(threads_before)
+    with torch_threads(cpu_threads, name="cpu_threads"):
+        return _train(cfg, seed, torch.device("cpu" if device is None else device))
 
 
 @functools.lru_cache(maxsize=4)

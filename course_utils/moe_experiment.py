@@ -12,7 +12,6 @@ Leaves out attention, residual streams and language data.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -20,6 +19,7 @@ from torch import Tensor
 
 from course_utils.moe import MoE, check_capacity_factor, check_experts_and_k
 from course_utils.moe_balancing import _load_balancing_loss, load_shares, update_selection_bias
+from course_utils.threads import torch_threads
 from course_utils.validate import integer, one_of
 
 BALANCING = ("none", "aux", "bias")
@@ -98,18 +98,6 @@ def _check_config(cfg: ExperimentConfig, balancing: str, seed: int) -> None:
     check_capacity_factor(cfg.capacity_factor)
 
 
-@contextmanager
-def _one_thread():
-    """Run torch on one CPU thread, then restore the setting: the toy's matrices are far too small to
-    gain from threads, and on a busy machine idle worker threads spinning cost more than the maths."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=None) -> TrainingRun:
     """Train a fresh ``MoE`` on the toy task; the task and the initial weights depend only on ``seed``.
 
@@ -119,7 +107,7 @@ def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=Non
     ``progress`` is an optional tqdm-like bar to advance once per step.
     """
     _check_config(cfg, balancing, seed)
-    with _one_thread():
+    with torch_threads(1):  # the toy's matrices are far too small to gain from threads
         return _train(cfg, balancing, seed, progress)
 
 

@@ -14,7 +14,7 @@ from jaxtyping import Float
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from course_utils.toy_models import single_threaded
+from course_utils.threads import torch_threads
 from course_utils.validate import float_tensor, int_in, integer, non_negative_number, positive_int, positive_number
 
 
@@ -69,7 +69,7 @@ def train_sparse_autoencoder(
     gen = torch.Generator(device=sae.W_enc.device).manual_seed(seed)
     optimiser = torch.optim.Adam(sae.parameters(), lr=lr)
     history = torch.empty(steps)
-    with single_threaded():
+    with torch_threads(1):
         for step in tqdm(range(steps), desc="sparse autoencoder", disable=not progress, leave=False):
             h = sample(batch_size, gen)
             acts, h_hat = sae(h)

@@ -10,13 +10,12 @@ norms, WᵀW, feature dimensionality). Leaves out correlated features and the pr
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from course_utils.threads import torch_threads
 from course_utils.validate import float_tensor, positive_int
 
 
@@ -154,21 +153,6 @@ class ToyModel(nn.Module):
         return _loss(x, self(x), self.importance)  # self(x) checked x's shape
 
 
-@contextlib.contextmanager
-def single_threaded():
-    """Run the block with one intra-op CPU thread, then restore the previous count.
-
-    Toy-sized tensors gain nothing from several threads, and on a busy machine the threads'
-    spin-waiting costs more than the work (measured: ~18x the CPU time per training step).
-    """
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def train_toy_models(
     model: ToyModel, steps: int = 2000, batch_size: int = 512, lr: float = 1e-2, seed: int = 0, progress: bool = False
 ) -> Float[Tensor, "steps inst"]:
@@ -183,7 +167,7 @@ def train_toy_models(
     optimiser = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=steps, eta_min=lr / 10)
     history = torch.empty(steps, model.n_instances)
-    with single_threaded():
+    with torch_threads(1):  # toy-sized tensors gain nothing from more threads
         for step in tqdm(range(steps), desc="toy models", disable=not progress, leave=False):
             loss = model.loss(model.generate_batch(batch_size, gen))  # (inst,)
             optimiser.zero_grad(set_to_none=True)

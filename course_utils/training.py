@@ -6,7 +6,8 @@ Covers ``sequence_loss`` (notebook 04's cross-entropy at every position), ``spli
 token from a count table of the previous one, add-α smoothed), ``evaluate`` (fixed windows, so the
 number is reproducible), and ``train`` (AdamW with weight decay on matrices only, gradient-norm
 clipping, a tqdm bar and an ``on_eval`` hook for a live curve). Everything is seeded; the model's
-device is used throughout. Saving and loading the result: ``checkpoint.py``.
+device is used throughout. Saving and loading the result: ``checkpoint.py``; how many threads to train
+with: ``threads.threads_for_load`` (importable from here too).
 Leaves out mixed precision, gradient accumulation and distributed training.
 """
 
@@ -21,6 +22,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from course_utils.sampling import cross_entropy
+from course_utils.threads import threads_for_load  # noqa: F401 (notebook 09 imports it from here)
 from course_utils.validate import int_in, int_tensor, integer, number, number_in, positive_int
 
 
@@ -213,19 +215,3 @@ def train(
                 on_eval(log)
     model.eval()
     return log
-
-
-def threads_for_load(load: float | None = None, cores: int | None = None) -> int:
-    """How many CPU threads to train with: 1 when the machine is already busier than its cores, else all,
-    and never more than ``$OMP_NUM_THREADS`` when that is set (the user's or the test runner's limit).
-
-    ``threads_for_load(9.0, 2)`` -> 1. On a crowded machine every extra thread waits for the others
-    (a step took about ten times longer with 2 threads than with 1 at a load of 10 on 2 cores).
-    """
-    import os
-
-    cores = (os.cpu_count() or 1) if cores is None else cores
-    load = os.getloadavg()[0] if load is None else load
-    threads = 1 if load > cores else cores
-    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
-    return min(threads, int(limit)) if limit.isdigit() and int(limit) > 0 else threads

@@ -214,7 +214,7 @@ NOT_ON_META = {
     "toy_models.ToyModel": "checks sparsity and importance values (needs data)",
     "toy_models.train_toy_models": "trains a model: needs data",
     "toy_models.train_sweep": "trains a model: needs data",
-    "toy_models.single_threaded": "a context manager for the thread count, no tensors",
+    "threads.torch_threads": "a context manager for the thread count, no tensors",
     "sparse_autoencoder.train_sparse_autoencoder": "trains a model: needs data",
     "sparse_autoencoder.hidden_activation_sampler": "samples a trained ToyModel: needs data",
     # notebooks 06-09
@@ -266,7 +266,7 @@ NOT_ON_META = {
     "training.evaluate": "returns a Python float (needs data)",
     "training.make_optimizer": "builds an optimizer over its caller's parameters",
     "training.train": "trains a model: needs data",
-    "training.threads_for_load": "reads the machine's load average",
+    "threads.threads_for_load": "reads the machine's load average",
 }
 
 # Calls that run on meta but still create a tensor on the CPU on the way (a real device bug on a GPU).

@@ -14,7 +14,7 @@ from course_utils.checkpoint import COURSE_CHECKPOINT, COURSE_MODEL, load_checkp
 from course_utils.gpt import GPT, GPTConfig
 from course_utils.tokenisation.byte_bpe import ByteBPETokenizer
 from course_utils.training import (TrainConfig, bigram_loss, evaluate, get_batch, lr_at, sequence_loss, split_tokens,
-                                   threads_for_load, train)
+                                   train)
 
 TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=1)
 
@@ -121,16 +121,6 @@ def test_gradients_are_clipped():
     finally:
         torch.nn.utils.clip_grad_norm_ = saved
     assert len(seen) == 3 and max(seen) <= 0.01 + 1e-6
-
-
-def test_threads_for_load(monkeypatch):
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    assert threads_for_load(9.0, 2) == 1 and threads_for_load(0.5, 2) == 2
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a limit (the test workers set one) is never exceeded
-    assert threads_for_load(0.5, 2) == 1 and threads_for_load(0.5, 16) == 1
-    for ignored in ("", "0", "lots"):  # not a positive count: no limit
-        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
-        assert threads_for_load(0.5, 4) == 4
 
 
 def test_checkpoint_round_trip_and_errors(tmp_path):
