@@ -16,7 +16,7 @@ import time
 import psutil
 import pytest
 
-from course_utils.lab import sandbox
+from course_utils.lab import bwrap, cgroups, sandbox
 
 needs_bwrap = pytest.mark.skipif(sandbox.isolation_problem() is not None,
                                  reason=f"no sandbox here: {sandbox.isolation_problem()}")
@@ -52,8 +52,8 @@ def course_under_tmp():
 @needs_bwrap
 def test_a_course_under_tmp_is_bound_over_the_private_tmp(monkeypatch, course_under_tmp):
     folder, secret = course_under_tmp
-    real_paths = sandbox._read_only_paths()
-    monkeypatch.setattr(sandbox, "_read_only_paths", lambda: [*real_paths, folder])
+    real_paths = bwrap._read_only_paths()
+    monkeypatch.setattr(bwrap, "_read_only_paths", lambda: [*real_paths, folder])
     jail = sandbox.Jail(memory_mb=1024, processes=64)
     try:
         argv = jail.command([sys.executable, "-I", "-S", "-c", PROBE, folder, secret], env={})
@@ -85,8 +85,8 @@ def test_the_course_data_folder_is_visible_read_only():
     kernel sees that folder (read-only), though not the repository around it."""
     from course_utils.corpus import DATA_DIR, MANIFEST, manifest
 
-    assert str(DATA_DIR.resolve()) in sandbox._read_only_paths()
-    assert str(DATA_DIR.resolve().parent) not in sandbox._read_only_paths()
+    assert str(DATA_DIR.resolve()) in bwrap._read_only_paths()
+    assert str(DATA_DIR.resolve().parent) not in bwrap._read_only_paths()
     jail = sandbox.Jail(memory_mb=1024, processes=64)
     try:
         argv = jail.command([sys.executable, "-I", "-S", "-c", DATA_PROBE, str(MANIFEST.resolve())], env={})
@@ -191,7 +191,7 @@ V2_FILES = ("cgroup.procs", "cgroup.kill", "memory.max", "memory.swap.max", "pid
 
 @pytest.fixture
 def fake_v2(tmp_path, monkeypatch):
-    """A cgroup v2 root made of plain files, with ``sandbox`` pointed at it (``$COURSE_LAB_CGROUP_ROOT``).
+    """A cgroup v2 root made of plain files, with ``cgroups`` pointed at it (``$COURSE_LAB_CGROUP_ROOT``).
 
     The kernel's part is played here: a new group gets its interface files, and removing one removes
     them. So this tests the grader's bookkeeping (which files it writes, in which order, what it
@@ -216,20 +216,20 @@ def fake_v2(tmp_path, monkeypatch):
             p.unlink()
         group.rmdir()
 
-    monkeypatch.setenv(sandbox.CGROUP_ROOT_ENV, str(root))
-    monkeypatch.setattr(sandbox, "_new_group", new_group)
-    monkeypatch.setattr(sandbox, "_drop_group", drop_group)
+    monkeypatch.setenv(cgroups.CGROUP_ROOT_ENV, str(root))
+    monkeypatch.setattr(cgroups, "_new_group", new_group)
+    monkeypatch.setattr(cgroups, "_drop_group", drop_group)
     return {"root": root, "made": made, "dropped": dropped}
 
 
 def test_cgroup_v2_groups_are_made_limited_joined_killed_and_removed(fake_v2):
     root = fake_v2["root"]
-    assert sandbox.cgroup_layout() == "v2" and sandbox.cgroups_writable() and sandbox.cgroup_parents() == [root]
+    assert cgroups.cgroup_layout() == "v2" and cgroups.cgroups_writable() and cgroups.cgroup_parents() == [root]
     jail = sandbox.Jail(memory_mb=512, processes=32)
     try:
         assert jail.cgroup and jail.groups == fake_v2["made"] and jail.groups[0].parent == root
         group = jail.groups[0]
-        assert group.name.startswith(f"{sandbox.CGROUP_PREFIX}{os.getpid()}-")
+        assert group.name.startswith(f"{cgroups.CGROUP_PREFIX}{os.getpid()}-")
         assert (root / "cgroup.subtree_control").read_text() == "+memory +pids"  # handed down by the parent
         assert (group / "memory.max").read_text() == str(512 << 20)
         assert (group / "memory.swap.max").read_text() == "0"
@@ -255,8 +255,8 @@ def test_cgroup_v2_without_cgroup_kill_kills_by_pid_and_sweeps_stale_groups(fake
     (group / "cgroup.procs").write_text(f"{victim.pid}\n")
     jail.close()
     assert victim.wait(timeout=10) == -9 and not group.exists()
-    stale = root / f"{sandbox.CGROUP_PREFIX}999999999-course-lab-sockets-x"  # its grader (pid) is gone
-    sandbox._new_group(stale)
+    stale = root / f"{cgroups.CGROUP_PREFIX}999999999-course-lab-sockets-x"  # its grader (pid) is gone
+    cgroups._new_group(stale)
     sandbox.sweep_stale_cgroups()
     assert not stale.exists()
 
@@ -266,15 +266,15 @@ def test_cgroup_layouts_are_told_apart(tmp_path, monkeypatch):
     v2.mkdir()
     (v2 / "cgroup.procs").write_text("")
     (v2 / "cgroup.controllers").write_text("cpu io\n")  # like this machine's hybrid unified mount: no controllers
-    assert sandbox.cgroup_layout(v2) is None and not sandbox.cgroups_writable(v2)
+    assert cgroups.cgroup_layout(v2) is None and not cgroups.cgroups_writable(v2)
     (v2 / "cgroup.controllers").write_text("cpu io memory pids\n")
-    assert sandbox.cgroup_layout(v2) == "v2"
+    assert cgroups.cgroup_layout(v2) == "v2"
     v1 = tmp_path / "v1"
     for controller in ("memory", "pids"):
         (v1 / controller).mkdir(parents=True)
         (v1 / controller / "cgroup.procs").write_text("")
-    assert sandbox.cgroup_layout(v1) == "v1" and sandbox.cgroup_parents(v1) == [v1 / "memory", v1 / "pids"]
-    monkeypatch.delenv(sandbox.CGROUP_ROOT_ENV, raising=False)
-    assert sandbox.cgroup_root() == sandbox.CGROUP_ROOT
+    assert cgroups.cgroup_layout(v1) == "v1" and cgroups.cgroup_parents(v1) == [v1 / "memory", v1 / "pids"]
+    monkeypatch.delenv(cgroups.CGROUP_ROOT_ENV, raising=False)
+    assert cgroups.cgroup_root() == cgroups.CGROUP_ROOT
     if os.geteuid() == 0 and os.access("/sys/fs/cgroup/memory", os.W_OK):  # this machine: v1, unchanged
-        assert sandbox.cgroup_layout() == "v1"
+        assert cgroups.cgroup_layout() == "v1"
