@@ -36,8 +36,8 @@ from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_c
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.folder import make_job
 from course_utils.lab.kernel import Limits, _CappedClient
-from course_utils.lab.probe import (MAX_VALUE_BYTES, NotDefined, ReferenceCalled, StudentRaised, check_size,
-                                    decode_reply, probe_code, snapshot_code)
+from course_utils.lab.kernel_code import MAX_VALUE_BYTES, probe_code, snapshot_code
+from course_utils.lab.probe import NotDefined, ReferenceCalled, StudentRaised, check_size, decode_reply
 from course_utils.lab.sandbox import cgroup_parents, isolation_problem
 from course_utils.lab.submissions import course_catalog, find_submissions, identify, read_submission, Submission
 from grading_fixtures import (FORGED_NAME, FORMULA, ODD_A, ODD_B, SECRET_ENV, SLEEPER, WELCOME, build_folder,
@@ -486,7 +486,7 @@ def test_the_reference_is_recognised_however_it_is_disguised():
     copied: dict = {"__name__": "__main__"}
     exec(compile(__import__("inspect").getsource(ref), "/tmp/ipykernel_1/2.py", "exec"), copied)
     fingerprint = {}
-    exec(__import__("course_utils.lab.probe", fromlist=["x"]).FINGERPRINT_CODE, fingerprint)
+    exec(__import__("course_utils.lab.kernel_code", fromlist=["x"]).FINGERPRINT_CODE, fingerprint)
 
     def origin(obj):
         return dict(zip(("file", "fingerprint"), fingerprint["_course_lab_fingerprint"](obj)))

@@ -16,7 +16,8 @@ import pytest
 from course_utils.checks import all_exercises
 from course_utils.checks.core import PASSED, Outcome, pristine_copy
 from course_utils.lab.grade import _judge, _outcome, exercise_files
-from course_utils.lab.probe import StudentProxy, decode_reply, snapshot_code
+from course_utils.lab.kernel_code import snapshot_code
+from course_utils.lab.probe import StudentProxy, decode_reply
 
 # every exercise's bank, on two seeds (the public check and one hidden case): a grader test, like
 # test_grade.py and test_reference_watch.py, so it runs in `make test`, not in the quick loop

@@ -11,7 +11,7 @@ import pytest
 from course_utils.checks import all_exercises
 from course_utils.checks.core import pristine_copy
 from course_utils.lab.grade import reference_codes
-from course_utils.lab.probe import FINGERPRINT_CODE
+from course_utils.lab.kernel_code import FINGERPRINT_CODE
 
 # A grader test, like test_grade.py: with every exercise's seed-0 cases (the trained toy model's
 # patterns among them) it takes ~17 s, so it runs in `make test`, not in the quick loop.
@@ -74,7 +74,7 @@ def test_the_reference_itself_is_seen(name):
 
 def test_inheriting_the_course_forward_is_seen_and_inheriting_the_scaffolding_is_not():
     from course_utils import multihead
-    from course_utils.checks._multihead_banks import TorchSDPA
+    from course_utils.checks.multihead_attention.multi_head_attention import TorchSDPA
 
     exercise = EXERCISES["multi_head_attention"]
 

@@ -42,8 +42,8 @@ from course_utils.checks import check_modules, exercise_modules
 from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
 from course_utils.lab.hidden import HiddenTests
 from course_utils.lab.kernel import CellProblem, KernelDied, Limits, ProbeTimeout, SubmissionKernel
+from course_utils.lab.kernel_code import FINGERPRINT_CODE
 from course_utils.lab.probe import (
-    FINGERPRINT_CODE,
     NotDefined,
     ProbeFailed,
     ReferenceCalled,
@@ -95,7 +95,7 @@ def exercise_files() -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def course_fingerprints() -> frozenset[str]:
-    """Fingerprints (``probe.FINGERPRINT_CODE``) of every function and class the course package defines."""
+    """Fingerprints (``kernel_code.FINGERPRINT_CODE``) of every function and class the course package defines."""
     namespace: dict = {}
     exec(FINGERPRINT_CODE, namespace)
     fingerprint = namespace["_course_lab_fingerprint"]
@@ -175,7 +175,7 @@ _WATCHED: dict[int, tuple[Exercise, list[tuple[int, str]]]] = {}
 
 def reference_codes(exercise: Exercise) -> list[tuple[int, str]]:
     """``(first line, digest)`` of the course code that counts as the exercise's reference, for the
-    kernel to watch each graded call for (``probe.probe_code``): the reference function (or the
+    kernel to watch each graded call for (``kernel_code.probe_code``): the reference function (or the
     ``forward`` of a reference class and of its course bases), and, when it only delegates (``_delegate``),
     the course function it calls, and so on, three levels at most. Course helpers it merely uses are
     not watched, so a later exercise may still call an earlier exercise's reference (as the notebooks

@@ -255,8 +255,8 @@ class SubmissionKernel:
         """Run every code cell in order; return what went wrong. ``self.dead`` is set if the kernel died.
 
         After each cell that defines (``def``/``class`` at top level) a name in ``watch``, the
-        kernel remembers that definition (``probe.snapshot_code``)."""
-        from course_utils.lab.probe import snapshot_code
+        kernel remembers that definition (``kernel_code.snapshot_code``)."""
+        from course_utils.lab.kernel_code import snapshot_code
 
         defines = {
             name: re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE) for name in watch
