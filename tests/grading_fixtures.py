@@ -47,7 +47,8 @@ KNOWN_WIDTHS_DEF = '''def stable_softmax(x):
     return shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)
 '''
 MONKEYPATCHES = '''import numpy, torch, torch.testing
-import course_utils.checks.welcome as welcome, course_utils.checks.core as core, course_utils.checks.compare as compare
+import course_utils.checks.welcome.stable_softmax as welcome
+import course_utils.checks.core as core, course_utils.checks.compare as compare
 import course_utils.softmax
 numpy.allclose = lambda *a, **k: True
 torch.allclose = lambda *a, **k: True
@@ -87,7 +88,7 @@ FEW_DIMS_DEF = '''def stable_softmax(x):
 '''
 PAIR_POINTS = {"causal_mask": 1, "stable_softmax": 2}  # graded in this order
 RENAMED_CODE = '''import types
-from course_utils.checks import welcome as _w
+import course_utils.checks.welcome.stable_softmax as _w
 _code = _w.stable_softmax.__code__.replace(co_filename="/tmp/ipykernel_1/1.py", co_name="stable_softmax")
 stable_softmax = types.FunctionType(_code, _w.stable_softmax.__globals__, "stable_softmax")
 '''  # the reference's code under a notebook cell's file name, in a function of the notebook's own
@@ -204,7 +205,7 @@ if {SECRET_ENV!r} in os.environ:
 
 def writes_outside(root: Path) -> str:
     """Try to change the installed package, add a .pth file, change the canary and forge the gradebook."""
-    return f'''import os, site, sys, course_utils, course_utils.checks.welcome as welcome
+    return f'''import os, site, sys, course_utils, course_utils.checks.welcome.stable_softmax as welcome
 targets = [course_utils.__file__, welcome.__file__, {str(root / "canary.txt")!r}, {str(root / "out" / "grades.csv")!r}]
 targets += [os.path.join(p, "zz_full_marks.pth") for p in site.getsitepackages() + [sys.prefix]]
 for path in targets:
@@ -332,7 +333,8 @@ def build_folder(root: Path) -> dict[str, dict]:
         "sys_exit/00_welcome.ipynb": (with_cell("import sys\nsys.exit()"), ok2, "passed", "SystemExit"),
         "patcher/00_welcome.ipynb": (with_cell(MONKEYPATCHES, base=with_def(NO_MAX_SHIFT_DEF)), ok0, "subtract each row's maximum", ""),
         "evil_pickle/00_welcome.ipynb": (with_def(evil_def), ok0, "cannot read back", ""),
-        "reference_import/00_welcome.ipynb": (with_def("from course_utils.checks.welcome import stable_softmax"),
+        "reference_import/00_welcome.ipynb": (with_def("from course_utils.checks.welcome.stable_softmax "
+                                                       "import stable_softmax"),
                                               {"stable_softmax": ("uses_reference", 0)}, "reference implementation", ""),
         "torch_import/00_welcome.ipynb": (with_def("from torch import softmax as stable_softmax"),
                                           {"stable_softmax": ("not_defined", 0)}, "defines no", ""),
@@ -378,7 +380,8 @@ def build_folder(root: Path) -> dict[str, dict]:
                                      {"stable_softmax": ("timeout", 0)}, "total time limit", "total time limit"),
         "huge_answer/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    import torch\n"
                                                   "    return torch.zeros(1).expand(1_500_000_000)\n"), ok0, "too much data", ""),
-        "disguised_module/00_welcome.ipynb": (with_def("from course_utils.checks.welcome import stable_softmax\n"
+        "disguised_module/00_welcome.ipynb": (with_def("from course_utils.checks.welcome.stable_softmax "
+                                                       "import stable_softmax\n"
                                                        "stable_softmax.__module__ = '__main__'\n"),
                                               {"stable_softmax": ("uses_reference", 0)}, "reference implementation", ""),
         "renamed_code/00_welcome.ipynb": (with_def(RENAMED_CODE), {"stable_softmax": ("uses_reference", 0)},

@@ -475,9 +475,8 @@ def test_the_kernel_side_sends_compact_copies_and_the_line_of_an_error():
 def test_the_reference_is_recognised_however_it_is_disguised():
     import types
 
-    from course_utils.checks import welcome
+    from course_utils.checks.welcome.stable_softmax import stable_softmax as ref
 
-    ref = welcome.stable_softmax
     namespace: dict = {"__name__": "__main__"}
     exec(compile("def mine(x):\n    return x.softmax(-1)\n", "/tmp/ipykernel_1/1.py", "exec"), namespace)
     rebuilt = types.FunctionType(ref.__code__, {}, "mine")
@@ -587,7 +586,8 @@ WRAPPERS = {  # each defines `stable_softmax` so that the course's reference doe
                                       "def stable_softmax(x):\n    return EXERCISES['stable_softmax'].reference(x)\n",
     "calls the course module's function": "import course_utils.softmax as cs\n"
                                           "def stable_softmax(x):\n    return cs.softmax(x)\n",
-    "a lambda": "from course_utils.checks import welcome\nstable_softmax = lambda x: welcome.stable_softmax(x)\n",
+    "a lambda": "import course_utils.checks.welcome.stable_softmax as welcome\n"
+                "stable_softmax = lambda x: welcome.stable_softmax(x)\n",
     "functools.partial": "import functools, course_utils.softmax as cs\n"
                          "def stable_softmax(x):\n    return functools.partial(cs.softmax, dim=-1)(x)\n",
     "a closure": "def _make():\n    from course_utils.softmax import softmax as hidden\n"
