@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from course_utils.moe import check_experts_and_k, check_router_logits
+from course_utils.moe_routing import check_experts_and_k, check_router_logits
 from course_utils.validate import non_negative_number, number
 
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
-from course_utils.moe import MoE, check_capacity_factor, check_experts_and_k
+from course_utils.moe import MoE
 from course_utils.moe_balancing import _load_balancing_loss, load_shares, update_selection_bias
+from course_utils.moe_routing import check_capacity_factor, check_experts_and_k
 from course_utils.threads import torch_threads
 from course_utils.validate import integer, one_of
 

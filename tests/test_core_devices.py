@@ -130,7 +130,7 @@ def with_meta_module(build, use):
 
 def _calls_06_09() -> dict:
     from course_utils import counting as CO, generation as GE, gpt as G, head_scores as HS, layernorm as LN
-    from course_utils import moe as MO, moe_balancing as MB, training as TR
+    from course_utils import moe as MO, moe_balancing as MB, moe_dispatch as MD, moe_routing as MR, training as TR
     from course_utils.mlp import MLP
     from course_utils.multihead import MultiHeadAttention
 
@@ -144,14 +144,14 @@ def _calls_06_09() -> dict:
     MOECFG = CO.ModelConfig(11, 8, 8, 1, 2, d_mlp=16, n_experts=4, experts_per_token=2, mlp="swiglu",
                             norm="rmsnorm", positions="rotary", bias=False)
     return {
-        "moe.check_router_logits": lambda: MO.check_router_logits(t(5, 4)),
-        "moe.top_k_gates": lambda: MO.top_k_gates(t(5, 4), 2),
-        "moe.top_k_gates_mixtral": lambda: MO.top_k_gates_mixtral(t(5, 4), 2),
-        "moe.capacity_mask": lambda: MO.capacity_mask(ids(5, 2), 4, 3),
+        "moe_routing.check_router_logits": lambda: MR.check_router_logits(t(5, 4)),
+        "moe_routing.top_k_gates": lambda: MR.top_k_gates(t(5, 4), 2),
+        "moe_routing.top_k_gates_mixtral": lambda: MR.top_k_gates_mixtral(t(5, 4), 2),
+        "moe_routing.capacity_mask": lambda: MR.capacity_mask(ids(5, 2), 4, 3),
         "moe.swiglu": lambda: MO.swiglu(t(5, 8), t(8, 16), t(8, 16), t(16, 8)),
         "moe.SwiGLU": module_call("moe.SwiGLU", 8, 16, x=t(5, 8)),
-        "moe.dispatch_dense": lambda: MO.dispatch_dense(t(5, 8), ids(5, 2), t(5, 2),
-                                                        t(4, 8, 16), t(4, 8, 16), t(4, 16, 8)),
+        "moe_dispatch.dispatch_dense": lambda: MD.dispatch_dense(t(5, 8), ids(5, 2), t(5, 2),
+                                                                 t(4, 8, 16), t(4, 8, 16), t(4, 16, 8)),
         "moe_balancing.load_balancing_loss": lambda: MB.load_balancing_loss(t(5, 4), 2),
         "moe_balancing.router_z_loss": lambda: MB.router_z_loss(t(5, 4)),
         "moe_balancing.update_selection_bias": lambda: MB.update_selection_bias(t(4), ids(4), 0.1),
@@ -243,12 +243,12 @@ NOT_ON_META = {
     "induction.trained_induction_model": "trains a model: needs data",
     "decoder.MixtureOfExperts": "groups tokens per expert with nonzero (data-dependent shapes, no meta kernel)",
     "moe.MoE": "counts tokens per expert with bincount (no meta kernel); its pieces are swept",
-    "moe.Routing": "a dataclass of the router's tensors",
-    "moe.check_experts_and_k": "checks Python ints",
-    "moe.check_capacity_factor": "checks a Python number",
-    "moe.expert_capacity": "arithmetic on Python ints, no tensors",
-    "moe.dispatch_naive": "a loop over tokens with data-dependent indexing (needs data)",
-    "moe.dispatch_grouped": "groups tokens per expert with nonzero (data-dependent shapes)",
+    "moe_routing.Routing": "a dataclass of the router's tensors",
+    "moe_routing.check_experts_and_k": "checks Python ints",
+    "moe_routing.check_capacity_factor": "checks a Python number",
+    "moe_routing.expert_capacity": "arithmetic on Python ints, no tensors",
+    "moe_dispatch.dispatch_naive": "a loop over tokens with data-dependent indexing (needs data)",
+    "moe_dispatch.dispatch_grouped": "groups tokens per expert with nonzero (data-dependent shapes)",
     "moe.load_mixtral_block": "copies a transformers block's weights: needs data",
     "moe_balancing.load_shares": "counts tokens per expert with bincount (no meta kernel)",
     "moe_balancing.usage_entropy": "returns a Python float",

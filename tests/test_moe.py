@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
-from course_utils.moe import (MoE, SwiGLU, capacity_mask, dispatch_grouped, dispatch_naive, expert_capacity,
-                              load_mixtral_block, top_k_gates, top_k_gates_mixtral)
+from course_utils.moe import MoE, SwiGLU, load_mixtral_block
+from course_utils.moe_dispatch import dispatch_grouped, dispatch_naive
+from course_utils.moe_routing import capacity_mask, expert_capacity, top_k_gates, top_k_gates_mixtral
 from course_utils.moe_balancing import (load_balancing_loss, load_shares, router_z_loss, update_selection_bias,
                                         usage_entropy)
 
