@@ -74,7 +74,7 @@ def test_the_reference_itself_is_seen(name):
 
 def test_inheriting_the_course_forward_is_seen_and_inheriting_the_scaffolding_is_not():
     from course_utils import multihead
-    from course_utils.checks._multihead_banks import TorchSDPA
+    from course_utils.checks.multihead_attention.multi_head_attention import TorchSDPA
 
     exercise = EXERCISES["multi_head_attention"]
 
