@@ -35,7 +35,8 @@ from course_utils.lab.gradebook import csv_rows, feedback_names, feedback_text, 
 from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_code, reference_codes
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.folder import make_job
-from course_utils.lab.kernel import Limits, _CappedClient
+from course_utils.lab.cells import _CappedClient
+from course_utils.lab.limits import Limits
 from course_utils.lab.kernel_code import MAX_VALUE_BYTES, probe_code, snapshot_code
 from course_utils.lab.probe import NotDefined, ReferenceCalled, StudentRaised, check_size, decode_reply
 from course_utils.lab.sandbox import cgroup_parents, isolation_problem

@@ -34,7 +34,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
 def _cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.lab.folder import grade_folder
     from course_utils.lab.gradebook import summary_lines, write_gradebook
-    from course_utils.lab.kernel import Limits
+    from course_utils.lab.limits import Limits
     from course_utils.lab.sandbox import isolation_problem
     from course_utils.lab.submissions import default_source
 

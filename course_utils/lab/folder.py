@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 from course_utils.checks import all_exercises
 from course_utils.lab.grade import ExerciseResult, SubmissionResult
 from course_utils.lab.hidden import load_hidden_tests
-from course_utils.lab.kernel import GRACE_S, Limits
+from course_utils.lab.limits import GRACE_S, Limits
 from course_utils.lab.sandbox import cgroups_writable, sweep_stale_cgroups
 from course_utils.lab.submissions import (
     CourseNotebook,

@@ -41,7 +41,9 @@ import nbformat
 from course_utils.checks import check_modules, exercise_modules
 from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
 from course_utils.lab.hidden import HiddenTests
-from course_utils.lab.kernel import CellProblem, KernelDied, Limits, ProbeTimeout, SubmissionKernel
+from course_utils.lab.cells import CellProblem
+from course_utils.lab.kernel import KernelDied, ProbeTimeout, SubmissionKernel
+from course_utils.lab.limits import Limits
 from course_utils.lab.kernel_code import FINGERPRINT_CODE
 from course_utils.lab.probe import (
     NotDefined,

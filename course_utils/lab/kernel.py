@@ -1,30 +1,24 @@
-"""A submission's kernel: start it sandboxed, run every cell, then answer the grader's probes.
+"""A submission's kernel: start it sandboxed, run its cells, then answer the grader's probes.
 
 ``SubmissionKernel`` starts a fresh kernel (``course_utils.lab.boot``) inside a ``sandbox.Jail``
 (bubblewrap, its own uid and cgroup; the kernel protocol runs over unix sockets in the jail's
 socket folder, since the kernel has no network), or, with ``Limits(sandbox=False)``, as a plain
-process in an empty temporary folder. It runs every code cell through nbclient with a per-cell
-timeout (a cell that raises does not stop later cells) inside a total time budget for the whole
-submission (``total_timeout``), keeps at most ``output_bytes`` characters of each cell's output
-and ``output_total_bytes`` of the whole submission's (error messages and tracebacks included), and records
-per cell what went wrong. ``send(code, expression)`` then runs a probe and returns the value of
+process in an empty temporary folder. ``run_notebook(nb)`` runs every code cell within the limits
+(``cells.py``). ``send(code, expression)`` then runs a probe and returns the value of
 ``expression`` as text, with its own timeout; a kernel that ignores the interrupt is killed.
 
-Leaves out: what the probe code says (``probe.py``) and any judging (``grade.py``).
+Leaves out: running the cells (``cells.py``), what the probe code says (``kernel_code.py``,
+``probe.py``) and any judging (``grade.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import math
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
 from queue import Empty
 
 import nbformat
@@ -32,49 +26,13 @@ import zmq
 import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
 
+from course_utils.lab.cells import CellProblem, run_cells
+from course_utils.lab.limits import GRACE_S, Limits
 from course_utils.lab.sandbox import WORKDIR, Jail, kernel_environment, launcher_environment
 
 KERNEL_NAME = "course-lab-sandbox"
 MAX_MESSAGE_BYTES = 96 << 20  # the largest message the grader accepts from a kernel
-GRACE_S = 5.0  # how long an interrupted cell or probe gets to stop before the kernel is killed
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per-submission limits: ``Limits(cell_timeout=60, probe_timeout=10, memory_mb=4096)``."""
-
-    cell_timeout: float = 60.0
-    probe_timeout: float = 10.0
-    memory_mb: int = 4096
-    output_bytes: int = 10_000  # characters of output kept per cell (errors and tracebacks included)
-    output_total_bytes: int = 100_000  # ... and for the whole submission
-    threads: int = 1
-    total_timeout: float = 0.0  # seconds for the whole submission; 0 = 10 x cell_timeout
-    processes: int = 64  # processes and threads of the submission together
-    sandbox: bool = True
-
-    def total(self) -> float:
-        return self.total_timeout if self.total_timeout > 0 else 10 * self.cell_timeout
-
-    def for_notebook(self, cell_seconds: float) -> Limits:
-        """These limits for a course notebook whose longest cell needs ``cell_seconds`` (its metadata's
-        ``grading_cell_timeout_s``, e.g. notebook 09's training): the cell limit rises to it and the total
-        grows by it. ``Limits(cell_timeout=120).for_notebook(420)`` -> cell 420 s, total 1,620 s."""
-        if cell_seconds <= self.cell_timeout:
-            return self
-        return replace(self, cell_timeout=float(cell_seconds), total_timeout=self.total() + cell_seconds)
-
-
-@dataclass
-class CellProblem:
-    """Something that went wrong in one cell, for the feedback file."""
-
-    index: int
-    kind: str  # "error", "timeout", "total_timeout", "output_truncated", "kernel_died"
-    detail: str
 
 
 class KernelDied(BaseException):
@@ -99,68 +57,6 @@ class _SandboxSpecs(KernelSpecManager):
             language="python",
             interrupt_mode=self.interrupt_mode,
         )
-
-
-class _CappedClient(NotebookClient):
-    """nbclient, but keeping at most ``cap`` characters of output per cell and ``total`` for the whole
-    submission: printed text, error messages and tracebacks alike (the rest is counted). Of an error
-    that does not fit, the exception's name (at most ``NAME_CHARS``) is always kept, then as much of
-    the message and of the traceback's last lines as there is room for. Rich output (figures, widgets,
-    HTML, a cell's value) is never kept: the grader reads none of it, so it costs no room and no note."""
-
-    NAME_CHARS = 100
-
-    def __init__(self, nb, km, cap: int, total: int | None = None, **kw):
-        super().__init__(nb, km=km, **kw)
-        self.cap, self.total = cap, cap * 10 if total is None else total
-        self.kept, self.dropped, self.kept_total = {}, {}, 0
-        self.errors: dict[int, tuple[str, str]] = {}  # cell -> (name, first 300 characters of the message)
-
-    def output(self, outs, msg, display_id, cell_index):
-        content = msg["content"]
-        if msg["msg_type"] == "stream":
-            size = len(content.get("text", ""))
-        elif msg["msg_type"] == "error":
-            content["ename"] = str(content.get("ename", ""))[: self.NAME_CHARS]
-            self.errors.setdefault(cell_index, (content["ename"], str(content.get("evalue", ""))[:300]))
-            size = sum(len(str(line)) for line in content.get("traceback", [])) + len(str(content.get("evalue", "")))
-        else:
-            return None
-        room = max(0, min(self.cap - self.kept.get(cell_index, 0), self.total - self.kept_total))
-        if size > room:
-            self.dropped[cell_index] = self.dropped.get(cell_index, 0) + size - room
-            if msg["msg_type"] == "error":  # kept, cut to the room left: its name says what went wrong
-                size = _cut_error(content, room)
-            elif room > 0:
-                content["text"] = content["text"][:room]
-                size = room
-            else:
-                return None
-        self.kept[cell_index] = self.kept.get(cell_index, 0) + size
-        self.kept_total += size
-        return super().output(outs, msg, display_id, cell_index)
-
-
-def _cut_error(content: dict, room: int) -> int:
-    """Cut an error's message and traceback to ``room`` characters together (the message first, then
-    the traceback's last lines); returns the characters kept."""
-    evalue = str(content.get("evalue", ""))[:room]
-    left = room - len(evalue)
-    kept = []
-    for line in reversed([str(line) for line in content.get("traceback", [])]):
-        if left <= 0:
-            break
-        kept.append(line[-left:])
-        left -= len(kept[-1])
-    content["evalue"], content["traceback"] = evalue, kept[::-1]
-    return room - left
-
-
-def _first_error(cell) -> tuple[str, str] | None:
-    for out in cell.get("outputs", []):
-        if out.get("output_type") == "error":
-            return out.get("ename", ""), out.get("evalue", "")
-    return None
 
 
 class SubmissionKernel:
@@ -252,95 +148,12 @@ class SubmissionKernel:
             pass
 
     async def run_notebook(self, nb: nbformat.NotebookNode, watch: list[str] = ()) -> list[CellProblem]:
-        """Run every code cell in order; return what went wrong. ``self.dead`` is set if the kernel died.
+        """Run every code cell in order; return what went wrong (``cells.run_cells``). ``self.dead`` is
+        set if the kernel died; a definition of a name in ``watch`` is remembered in the kernel."""
+        return await run_cells(self, nb, watch)
 
-        After each cell that defines (``def``/``class`` at top level) a name in ``watch``, the
-        kernel remembers that definition (``kernel_code.snapshot_code``)."""
-        from course_utils.lab.kernel_code import snapshot_code
-
-        defines = {
-            name: re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE) for name in watch
-        }
-        client = _CappedClient(
-            nb,
-            self.km,
-            self.limits.output_bytes,
-            self.limits.output_total_bytes,
-            timeout=self.limits.cell_timeout,
-            allow_errors=True,
-            interrupt_on_timeout=True,
-            record_timing=False,
-            kernel_name=KERNEL_NAME,
-        )
-        client.kc = self.kc
-        problems: list[CellProblem] = []
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code" or not cell.source.strip():
-                continue
-            start, limit = time.monotonic(), min(self.limits.cell_timeout, self.remaining())
-            if limit <= 0:
-                problems.append(
-                    CellProblem(
-                        index,
-                        "total_timeout",
-                        f"not run: the submission's {self.limits.total():g} s total time limit was reached",
-                    )
-                )
-                break
-            client.timeout = max(1, math.ceil(limit))  # nbclient wants whole seconds
-            try:
-                await asyncio.wait_for(client.async_execute_cell(cell, index, store_history=False), limit + GRACE_S)
-            except (DeadKernelError, asyncio.TimeoutError):
-                # nbclient reports our own cancellation (a cell that ignored the interrupt) as a dead kernel
-                if await self.km.is_alive():
-                    detail = f"ran past {self.limits.cell_timeout:g} s and ignored the interrupt; kernel stopped"
-                else:
-                    detail = "the kernel died while running this cell"
-                await self.kill()
-                problems.append(CellProblem(index, "kernel_died", detail))
-            else:
-                error = client.errors.get(index) or _first_error(cell)
-                took = time.monotonic() - start
-                if error and error[0] == "KeyboardInterrupt" and took >= limit and limit < self.limits.cell_timeout:
-                    problems.append(
-                        CellProblem(
-                            index,
-                            "total_timeout",
-                            f"stopped: the submission's {self.limits.total():g} s total time limit was reached",
-                        )
-                    )
-                elif error and error[0] == "KeyboardInterrupt" and took >= limit:
-                    problems.append(
-                        CellProblem(
-                            index, "timeout", f"stopped after the {self.limits.cell_timeout:g} s cell time limit"
-                        )
-                    )
-                elif error:
-                    problems.append(CellProblem(index, "error", f"{error[0]}: {error[1]}"[:300]))
-            if index in client.dropped:
-                kept = client.kept.get(index, 0)
-                problems.append(
-                    CellProblem(
-                        index,
-                        "output_truncated",
-                        f"printed {client.dropped[index] + kept:,} characters; kept the first {kept:,} "
-                        f"(at most {self.limits.output_bytes:,} per cell and "
-                        f"{self.limits.output_total_bytes:,} per submission, errors included)",
-                    )
-                )
-            if self.dead or not await self.km.is_alive():
-                self.dead = True
-                if not problems or problems[-1].kind != "kernel_died":
-                    problems.append(CellProblem(index, "kernel_died", "the kernel exited while running this cell"))
-                break
-            defined = [name for name, pattern in defines.items() if pattern.search(cell.source)]
-            if defined:
-                await self._quietly(snapshot_code(defined, overwrite=True))
-        if watch and not self.dead:
-            await self._quietly(snapshot_code(list(watch), overwrite=False))
-        return problems
-
-    async def _quietly(self, code: str) -> None:
+    async def send_quietly(self, code: str) -> None:
+        """``send(code, "None")``, where a timeout or a dead kernel is not the caller's concern."""
         try:
             await self.send(code, "None")
         except (ProbeTimeout, KernelDied):

@@ -24,7 +24,7 @@ from course_utils.checks import all_exercises
 from course_utils.lab.grade import ExerciseResult, SubmissionResult, exercise_files, grade_notebook
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.boot import die_with_parent
-from course_utils.lab.kernel import Limits
+from course_utils.lab.limits import Limits
 from course_utils.lab.submissions import read_submission
 
 
