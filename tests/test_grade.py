@@ -32,7 +32,8 @@ import torch
 
 import course_utils
 from course_utils.lab.gradebook import csv_rows, feedback_names, feedback_text, one_line, write_gradebook
-from course_utils.lab.grade import ExerciseResult, SubmissionResult, is_course_code, reference_codes
+from course_utils.lab.course_code import is_course_code, reference_codes
+from course_utils.lab.results import ExerciseResult, SubmissionResult
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.folder import make_job
 from course_utils.lab.cells import _CappedClient

@@ -1,12 +1,12 @@
 """The grader reaches the same verdict as the notebook's check, for every exercise.
 
 In the notebook a check calls the student's function directly; the grader calls it in the student's
-kernel and gets back a copy of the answer (``probe.py``), or runs the exercise's whole ``run`` there
-(``wants_class``, ``run_in_kernel``). Here the kernel side is the grader's own kernel code, run in
-this process, so every accepted alternative, the reference and every bank mistake go through the
-real round trip (pickled inputs, ``torch.save`` / ``weights_only`` answers) without starting kernels.
-An exercise whose ``run`` needs more than a copy of the answer (a gradient, say) fails here if it is
-not marked ``run_in_kernel``.
+kernel and gets back a copy of the answer (``kernel_code.py``, ``probe.py``), or runs the exercise's
+whole ``run`` there (``wants_class``, ``run_in_kernel``). Here the kernel side is the grader's own
+kernel code, run in this process, so every accepted alternative, the reference and every bank
+mistake go through the real round trip (pickled inputs, ``torch.save`` / ``weights_only`` answers)
+without starting kernels. An exercise whose ``run`` needs more than a copy of the answer (a
+gradient, say) fails here if it is not marked ``run_in_kernel``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 
 from course_utils.checks import all_exercises
 from course_utils.checks.core import PASSED, Outcome, pristine_copy
-from course_utils.lab.grade import _judge, _outcome, exercise_files
+from course_utils.lab.course_code import exercise_files
+from course_utils.lab.grade import _judge, _outcome
 from course_utils.lab.kernel_code import snapshot_code
 from course_utils.lab.probe import StudentProxy, decode_reply
 

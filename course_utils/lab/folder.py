@@ -36,9 +36,9 @@ import psutil
 from tqdm.auto import tqdm
 
 from course_utils.checks import all_exercises
-from course_utils.lab.grade import ExerciseResult, SubmissionResult
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.limits import GRACE_S, Limits
+from course_utils.lab.results import ExerciseResult, SubmissionResult, zero_rows
 from course_utils.lab.sandbox import cgroups_writable, sweep_stale_cgroups
 from course_utils.lab.submissions import (
     CourseNotebook,
@@ -59,10 +59,6 @@ class FolderRun:
     results: list[SubmissionResult]
     warnings: list[str] = field(default_factory=list)
     resumed: int = 0
-
-
-def _rows(points: dict, status: str, feedback: str) -> list[ExerciseResult]:
-    return [ExerciseResult(name, 0, p, status, feedback) for name, p in points.items()]
 
 
 def make_job(
@@ -196,12 +192,12 @@ class _Worker:
             line = b""
         if line.strip() != b"DONE":
             self.stop()
-            failed.exercises = _rows(job["points"], "grader_error", why)
+            failed.exercises = zero_rows(job["points"], "grader_error", why)
             return failed
         try:
             return SubmissionResult.from_json(json.loads(Path(job["result"]).read_text()))
         except (OSError, ValueError, TypeError, KeyError) as exc:
-            failed.exercises = _rows(job["points"], "grader_error", f"unreadable result ({type(exc).__name__})")
+            failed.exercises = zero_rows(job["points"], "grader_error", f"unreadable result ({type(exc).__name__})")
             return failed
 
 
@@ -236,7 +232,11 @@ def grade_folder(
         name = identify(sub, nb, catalog) if sub.status != "link" else None
         status = sub.status or "unreadable"
         if nb is None:
-            rows = _rows(catalog[name].points, status, problem) if name else [ExerciseResult("", 0, 0, status, problem)]
+            rows = (
+                zero_rows(catalog[name].points, status, problem)
+                if name
+                else [ExerciseResult("", 0, 0, status, problem)]
+            )
             results[index] = SubmissionResult(sub.student, sub.rel, name or "", status, rows)
         elif name is None:
             results[index] = SubmissionResult(
@@ -323,7 +323,7 @@ def _grade_pending(todo, results, grade, bar, jobs, job_dir, book) -> None:
                     job["rel"],
                     job["notebook"],
                     "grader_error",
-                    _rows(job["points"], "grader_error", f"{type(exc).__name__}: {exc}"[:200]),
+                    zero_rows(job["points"], "grader_error", f"{type(exc).__name__}: {exc}"[:200]),
                 )
             if results[index].status != "grader_error":  # a fault of the grader is retried by a rerun
                 book.add(key, results[index])

@@ -28,7 +28,7 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from course_utils.lab.grade import SubmissionResult
+from course_utils.lab.results import SubmissionResult
 
 COLUMNS = [
     "student",

@@ -21,10 +21,12 @@ import time
 from pathlib import Path
 
 from course_utils.checks import all_exercises
-from course_utils.lab.grade import ExerciseResult, SubmissionResult, exercise_files, grade_notebook
+from course_utils.lab.course_code import exercise_files
+from course_utils.lab.grade import grade_notebook
 from course_utils.lab.hidden import load_hidden_tests
 from course_utils.lab.boot import die_with_parent
 from course_utils.lab.limits import Limits
+from course_utils.lab.results import SubmissionResult, zero_rows
 from course_utils.lab.submissions import read_submission
 
 
@@ -36,7 +38,7 @@ def run_job(job: dict) -> SubmissionResult:
     points = job["points"]
     if nb is None:
         result.status = "unreadable"
-        result.exercises = [ExerciseResult(name, 0, p, "unreadable", problem) for name, p in points.items()]
+        result.exercises = zero_rows(points, "unreadable", problem)
         return result
     registry = all_exercises()
     hidden = load_hidden_tests(Path(job["hidden_tests"]) if job.get("hidden_tests") else None, set(registry))
@@ -69,7 +71,7 @@ def run_job_file(job_file: str) -> None:
             job["rel"],
             job["notebook"],
             "grader_error",
-            [ExerciseResult(n, 0, p, "grader_error", reason) for n, p in job["points"].items()],
+            zero_rows(job["points"], "grader_error", reason),
         )
     target = Path(job["result"])
     tmp = target.with_name(target.name + ".tmp")

@@ -1,0 +1,45 @@
+"""What grading a submission produces: a row per exercise (``ExerciseResult``) inside a
+``SubmissionResult`` per submitted file, as JSON in job results and the journal.
+
+``zero_rows(points, status, feedback)`` gives every exercise of a notebook 0 points and one status,
+for a submission that could not be graded: ``zero_rows({'stable_softmax': 2}, 'unreadable', why)``.
+
+Leaves out: how they are computed (``grade.py``) and written (``gradebook.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class ExerciseResult:
+    exercise: str
+    points: float
+    max_points: float
+    status: str
+    feedback: str
+
+
+@dataclass
+class SubmissionResult:
+    student: str
+    submission: str
+    notebook: str
+    status: str
+    exercises: list[ExerciseResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SubmissionResult":
+        rows = [ExerciseResult(**row) for row in data.pop("exercises")]
+        return cls(exercises=rows, **data)
+
+
+def zero_rows(points: dict[str, float], status: str, feedback: str) -> list[ExerciseResult]:
+    """A row at 0 points with ``status`` and ``feedback`` for each exercise in ``points`` (name -> max points)."""
+    return [ExerciseResult(name, 0, p, status, feedback) for name, p in points.items()]
