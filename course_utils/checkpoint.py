@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 
 from course_utils.corpus import DATA_DIR, load_corpus
-from course_utils.gpt import GPT, GPTConfig, check_state_dict
+from course_utils.gpt import GPT
+from course_utils.gpt_config import GPTConfig, check_state_dict
 from course_utils.threads import torch_threads
 from course_utils.tokenisation.byte_bpe import ByteBPETokenizer
 from course_utils.tokenisation.course import SPECIAL_TOKENS

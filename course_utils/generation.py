@@ -23,7 +23,9 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.gpt import _ACTIVATIONS, GPT, _linear, _qkv_weight, check_tokens
+from course_utils.gpt import GPT
+from course_utils.gpt_config import check_tokens
+from course_utils.gpt_fused import _ACTIVATIONS, _linear, _qkv_weight
 from course_utils.masking import causal_mask
 from course_utils.multihead import MultiHeadAttention
 from course_utils.sampling import sample_next_token

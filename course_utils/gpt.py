@@ -1,155 +1,32 @@
 """A small decoder-only GPT, written to be read: embeddings, pre-norm blocks, final LayerNorm, unembedding.
 
-Covers ``GPTConfig`` (the sizes, in the course's vocabulary), ``Block`` (LayerNorm -> multi-head
-attention of notebook 05 -> add; LayerNorm -> MLP of notebook 06 -> add; a post-norm variant for
-comparison), ``GPT`` (token and position embeddings ``W_E``/``W_pos``, the blocks, ``ln_final``
-and the unembedding ``W_U``, optionally tied to ``W_E``), the residual stream split into every
-block's writes, and a clear check of token ids and state dicts. GPT-2's initialisation (normal,
-std 0.02; residual output projections scaled by 1/sqrt(2·n_layers)).
+Covers ``Block`` (LayerNorm -> multi-head attention of notebook 05 -> add; LayerNorm -> MLP of
+notebook 06 -> add; a post-norm variant for comparison), ``GPT`` (token and position embeddings
+``W_E``/``W_pos``, the blocks, ``ln_final`` and the unembedding ``W_U``, optionally tied to ``W_E``),
+the residual stream split into every block's writes, and ``stream_rms``. GPT-2's initialisation
+(normal, std 0.02; residual output projections scaled by 1/sqrt(2·n_layers)).
+``GPT(GPTConfig(d_vocab=50))(torch.tensor([[1, 2, 3]]))`` -> logits of shape (1, 3, 50).
+Beside it: ``gpt_config.py`` (``GPTConfig``, the checks of token ids and state dicts; all three can be
+imported from here too) and ``gpt_fused.py`` (the same maths through PyTorch's kernels, ``impl="fused"``).
 Leaves out dropout, the KV cache (``generation.py``), training (``training.py``) and GPT-2's
 weights (``gpt2_weights.py``). The code follows its input's device; build, then ``.to()``.
 """
-
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
+from course_utils.gpt_config import GPTConfig, check_tokens
+from course_utils.gpt_config import check_state_dict  # noqa: F401 (notebook 09 imports it from here)
+from course_utils.gpt_fused import _fused_pre_norm_block, fused_attention, fused_mlp
 from course_utils.layernorm import LayerNorm
 from course_utils.masking import causal_mask
 from course_utils.mlp import MLP
 from course_utils.multihead import MultiHeadAttention
-
-NORMS = ("pre", "post")
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda h: F.gelu(h, approximate="tanh")}
-
-
-@dataclass
-class GPTConfig:
-    """The model's sizes: ``GPTConfig(d_vocab=1000).d_head`` -> 32 (d_model 128 / 4 heads);
-    d_mlp defaults to 4·d_model."""
-
-    d_vocab: int = 2048
-    n_ctx: int = 128
-    d_model: int = 128
-    n_heads: int = 4
-    n_layers: int = 4
-    d_mlp: int | None = None
-    tie_embeddings: bool = True
-    bias: bool = True
-    activation: str = "gelu_tanh"
-    norm: str = "pre"
-    ln_eps: float = 1e-5
-    init_std: float = 0.02
-
-    def __post_init__(self):
-        if self.d_mlp is None:
-            self.d_mlp = 4 * self.d_model
-        for name in ("d_vocab", "n_ctx", "d_model", "n_heads", "n_layers", "d_mlp"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"GPTConfig.{name} must be a positive int, got {value!r}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"GPTConfig.d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if self.norm not in NORMS:
-            raise ValueError(f"GPTConfig.norm must be one of {NORMS}, got {self.norm!r}")
-        for name in ("tie_embeddings", "bias"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"GPTConfig.{name} must be a bool, got {getattr(self, name)!r}")
-
-    @property
-    def d_head(self) -> int:
-        return self.d_model // self.n_heads
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "GPTConfig":
-        """Rebuild from ``to_dict()``; unknown keys are an error (a checkpoint from another model)."""
-        if not isinstance(d, dict):
-            raise TypeError(f"config must be a dict, got {type(d).__name__}")
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"config has unknown fields {sorted(unknown)}")
-        return cls(**d)
-
-
-def _qkv_weight(attn: MultiHeadAttention) -> tuple[Tensor, Tensor | None]:
-    """W_Q, W_K, W_V side by side as one (d_model, 3·head·d_head) matrix, and their biases as one row."""
-    W_QKV = torch.cat([attn.W_Q, attn.W_K, attn.W_V])  # (3·head, d_model, d_head)
-    W_QKV = W_QKV.permute(1, 0, 2).reshape(attn.d_model, -1)  # (d_model, 3·head·d_head)
-    b_QKV = None if attn.b_Q is None else torch.cat([attn.b_Q, attn.b_K, attn.b_V]).reshape(-1)
-    return W_QKV, b_QKV
-
-
-def _linear(x: Tensor, W: Tensor, b: Tensor | None) -> Tensor:
-    """``x @ W + b`` for a 2-d ``x``, in one kernel (``addmm``) when there is a bias."""
-    return x @ W if b is None else torch.addmm(b, x, W)
-
-
-def fused_qkv(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]):
-    """q, k, v of every head in one matmul over the module's W_Q, W_K, W_V side by side:
-    3 × (batch, head, pos, d_head)."""
-    batch, pos, d_model = x.shape
-    W_QKV, b_QKV = _qkv_weight(attn)
-    qkv = _linear(x.reshape(-1, d_model), W_QKV, b_QKV)  # (batch·pos, 3·head·d_head)
-    return qkv.reshape(batch, pos, 3, attn.n_heads, -1).permute(2, 0, 3, 1, 4)  # (3, batch, head, pos, d_head)
-
-
-def fused_out(
-    attn: MultiHeadAttention, z: Float[Tensor, "batch head pos d_head"]
-) -> Float[Tensor, "batch pos d_model"]:
-    """The heads' outputs side by side, through W_O seen as one (head·d_head, d_model) matrix, plus b_O."""
-    batch, _, pos, _ = z.shape
-    out = _linear(z.transpose(1, 2).reshape(batch * pos, attn.d_model), attn.W_O.reshape(-1, attn.d_model), attn.b_O)
-    return out.reshape(batch, pos, attn.d_model)
-
-
-def fused_attention(
-    attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]
-) -> Float[Tensor, "batch pos d_model"]:
-    """Causal ``attn(x)`` in three kernels: one matmul for Q, K and V, PyTorch's fused attention, one for W_O.
-
-    Same numbers as ``attn(x, causal_mask(pos))`` (tested); it reads the module's own parameters.
-    """
-    q, k, v = fused_qkv(attn, x)
-    return fused_out(attn, F.scaled_dot_product_attention(q, k, v, is_causal=True))  # (batch, pos, d_model)
-
-
-def fused_mlp(mlp: MLP, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
-    """``mlp(x)`` with PyTorch's built-in activation (same numbers, tested)."""
-    hidden = _linear(x.reshape(-1, x.shape[-1]), mlp.W_in, mlp.b_in)  # (batch·pos, d_mlp)
-    return _linear(_ACTIVATIONS[mlp.activation](hidden), mlp.W_out, mlp.b_out).reshape(x.shape)
-
-
-def _fused_pre_norm_block(block: "Block", x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
-    """A pre-norm block for training: the maths of ``Block.forward`` in as few kernels (and copies) as possible.
-
-    ``F.layer_norm``; one ``addmm`` for Q, K and V of every head; SDPA with ``is_causal``; one
-    ``addmm`` that adds the residual stream to the heads' writes through W_O; the MLP in two
-    ``addmm``. No argument checks: ``GPT.forward`` checked the tokens, the shapes follow from them.
-    """
-    attn, mlp, ln1, ln2 = block.attn, block.mlp, block.ln1, block.ln2
-    batch, pos, d_model = x.shape
-    x = x.reshape(batch * pos, d_model)  # the residual stream, one row per position
-    W_QKV, b_QKV = _qkv_weight(attn)
-    qkv = _linear(F.layer_norm(x, (d_model,), ln1.w, ln1.b, ln1.eps), W_QKV, b_QKV)  # (batch·pos, 3·d_model)
-    q, k, v = qkv.view(batch, pos, 3, attn.n_heads, attn.d_head).permute(2, 0, 3, 1, 4)  # (batch, head, pos, d_head)
-    z = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch * pos, d_model)
-    x = torch.addmm(x, z, attn.W_O.reshape(d_model, d_model))  # x + the heads' writes, summed
-    if attn.b_O is not None:
-        x = x + attn.b_O
-    hidden = _linear(F.layer_norm(x, (d_model,), ln2.w, ln2.b, ln2.eps), mlp.W_in, mlp.b_in)  # (batch·pos, d_mlp)
-    x = torch.addmm(x, _ACTIVATIONS[mlp.activation](hidden), mlp.W_out)  # x + the MLP's write
-    if mlp.b_out is not None:
-        x = x + mlp.b_out
-    return x.view(batch, pos, d_model)
 
 
 class Block(nn.Module):
@@ -194,31 +71,6 @@ class Block(nn.Module):
             return self.ln2(x + mlp(x))
         attn_out, mlp_out = self.writes(x, impl)
         return x + attn_out + mlp_out
-
-
-def check_tokens(tokens, cfg: GPTConfig) -> Int[Tensor, "batch pos"]:
-    """Token ids as a (batch, pos) integer tensor, checked against the vocabulary and the context."""
-    if (
-        not isinstance(tokens, Tensor)
-        or tokens.is_floating_point()
-        or tokens.is_complex()
-        or tokens.dtype == torch.bool
-    ):
-        raise TypeError(
-            "tokens must be an integer torch.Tensor of token ids, "
-            f"got {getattr(tokens, 'dtype', type(tokens).__name__)}"
-        )
-    if tokens.ndim == 1:
-        tokens = tokens[None]  # (1, pos)
-    if tokens.ndim != 2 or tokens.shape[1] == 0:
-        raise ValueError(f"tokens must have shape (batch, pos) with pos >= 1, got {tuple(tokens.shape)}")
-    if tokens.shape[1] > cfg.n_ctx:
-        raise ValueError(f"the prompt has {tokens.shape[1]} tokens, longer than the context n_ctx={cfg.n_ctx}")
-    low, high = int(tokens.min()), int(tokens.max())
-    if low < 0 or high >= cfg.d_vocab:
-        bad = low if low < 0 else high
-        raise ValueError(f"unknown token id {bad}: ids must be in 0..{cfg.d_vocab - 1} (d_vocab={cfg.d_vocab})")
-    return tokens
 
 
 class GPT(nn.Module):
@@ -313,26 +165,6 @@ class GPT(nn.Module):
     def num_params(self) -> int:
         """Distinct parameters (a tied W_E counts once): ``sum(p.numel() for p in model.parameters())``."""
         return sum(p.numel() for p in self.parameters())
-
-
-def check_state_dict(model: nn.Module, state_dict: dict) -> None:
-    """Raise ValueError naming every missing, unexpected or mis-shaped entry before ``load_state_dict``."""
-    if not isinstance(state_dict, dict):
-        raise TypeError(f"state_dict must be a dict of tensors, got {type(state_dict).__name__}")
-    expected = model.state_dict()
-    problems = [f"missing {k}" for k in expected if k not in state_dict]
-    problems += [f"unexpected {k}" for k in state_dict if k not in expected]
-    problems += [
-        f"{k}: checkpoint has shape {tuple(v.shape)}, the config needs {tuple(expected[k].shape)}"
-        for k, v in state_dict.items()
-        if k in expected and tuple(getattr(v, "shape", ())) != tuple(expected[k].shape)
-    ]
-    if problems:
-        raise ValueError(
-            "the weights do not match the model's config: "
-            + "; ".join(problems[:6])
-            + (f" (and {len(problems) - 6} more)" if len(problems) > 6 else "")
-        )
 
 
 @torch.no_grad()

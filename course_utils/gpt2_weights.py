@@ -23,7 +23,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from course_utils.gpt import GPT, GPTConfig, check_state_dict
+from course_utils.gpt import GPT
+from course_utils.gpt_config import GPTConfig, check_state_dict
 
 _ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")

@@ -114,7 +114,7 @@ def _calls() -> dict:
 
 
 def _tiny_gpt_config():
-    from course_utils.gpt import GPTConfig
+    from course_utils.gpt_config import GPTConfig
 
     return GPTConfig(d_vocab=11, n_ctx=8, d_model=8, n_heads=2, n_layers=1)
 
@@ -129,7 +129,7 @@ def with_meta_module(build, use):
 
 
 def _calls_06_09() -> dict:
-    from course_utils import counting as CO, generation as GE, gpt as G, head_scores as HS, layernorm as LN
+    from course_utils import counting as CO, generation as GE, gpt_fused as GF, head_scores as HS, layernorm as LN
     from course_utils import moe as MO, moe_balancing as MB, moe_dispatch as MD, moe_routing as MR, training as TR
     from course_utils.mlp import MLP
     from course_utils.multihead import MultiHeadAttention
@@ -156,10 +156,10 @@ def _calls_06_09() -> dict:
         "moe_balancing.router_z_loss": lambda: MB.router_z_loss(t(5, 4)),
         "moe_balancing.update_selection_bias": lambda: MB.update_selection_bias(t(4), ids(4), 0.1),
         "gpt.Block": module_call("gpt.Block", _tiny_gpt_config(), x=t(2, 5, 8)),
-        "gpt.fused_qkv": mha(lambda a: G.fused_qkv(a, t(2, 5, 8))),
-        "gpt.fused_out": mha(lambda a: G.fused_out(a, t(2, 2, 5, 4))),
-        "gpt.fused_attention": mha(lambda a: G.fused_attention(a, t(2, 5, 8))),
-        "gpt.fused_mlp": mlp(lambda m: G.fused_mlp(m, t(2, 5, 8))),
+        "gpt_fused.fused_qkv": mha(lambda a: GF.fused_qkv(a, t(2, 5, 8))),
+        "gpt_fused.fused_out": mha(lambda a: GF.fused_out(a, t(2, 2, 5, 4))),
+        "gpt_fused.fused_attention": mha(lambda a: GF.fused_attention(a, t(2, 5, 8))),
+        "gpt_fused.fused_mlp": mlp(lambda m: GF.fused_mlp(m, t(2, 5, 8))),
         "layernorm.norm_stats": lambda: LN.norm_stats(t(3, 8)),
         "layernorm.layer_norm": lambda: LN.layer_norm(t(3, 8), t(8), t(8)),
         "layernorm.batch_norm": lambda: LN.batch_norm(t(3, 8)),
@@ -231,10 +231,10 @@ NOT_ON_META = {
     **{f"gpt2_weights.{n}": "reads GPT-2 weight files or a transformers config: needs data"
        for n in ("convert_gpt2_state_dict", "gpt2_config", "gpt2_small_config", "load_gpt2", "load_gpt2_from_hub",
                  "read_weights")},
-    "gpt.GPTConfig": "a dataclass of numbers",
+    "gpt_config.GPTConfig": "a dataclass of numbers",
     "gpt.GPT": "token ids are range-checked with .item() (its blocks are swept as gpt.Block)",
-    "gpt.check_tokens": "range-checks token ids with .item()",
-    "gpt.check_state_dict": "compares a state dict's names and shapes, returns None",
+    "gpt_config.check_tokens": "range-checks token ids with .item()",
+    "gpt_config.check_state_dict": "compares a state dict's names and shapes, returns None",
     "gpt.stream_rms": "returns Python floats",
     "generation.KVCache": "a dataclass holding its caller's tensors",
     "generation.forward_with_cache": "token ids are range-checked with .item() (its pieces are swept)",
