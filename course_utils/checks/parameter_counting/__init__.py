@@ -1,0 +1,33 @@
+"""Checks for notebook 08 (parameter counting and compute), one file per exercise:
+
+- ``attention_parameter_count``: one layer's attention parameters (biases, grouped-query attention);
+- ``mlp_parameter_count``: one MLP's parameters, plain or gated;
+- ``model_parameter_count``: a whole model from a ``ModelConfig`` (all experts, tied matrices once);
+- ``training_flops_estimate``: the 6ND training-FLOP estimate (compared at float32 precision).
+
+Answers are whole numbers (FLOPs aside); the references come from ``course_utils.counting`` and
+``course_utils.compute``, themselves tested against real modules. ``_layers`` holds what the two
+one-layer exercises share.
+"""
+
+from course_utils.checks.parameter_counting.attention_parameter_count import (
+    ATTENTION,
+    check_attention_parameter_count,
+)
+from course_utils.checks.parameter_counting.mlp_parameter_count import MLP, check_mlp_parameter_count
+from course_utils.checks.parameter_counting.model_parameter_count import MODEL, check_model_parameter_count
+from course_utils.checks.parameter_counting.training_flops_estimate import FLOPS, check_training_flops_estimate
+
+EXERCISES = {ex.name: ex for ex in (ATTENTION, MLP, MODEL, FLOPS)}
+
+__all__ = [
+    "ATTENTION",
+    "EXERCISES",
+    "FLOPS",
+    "MLP",
+    "MODEL",
+    "check_attention_parameter_count",
+    "check_mlp_parameter_count",
+    "check_model_parameter_count",
+    "check_training_flops_estimate",
+]
