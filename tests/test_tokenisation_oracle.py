@@ -132,29 +132,29 @@ def test_trained_tokenizer_equals_tiktoken_with_the_same_ranks():
 # -- the two byte-level exercises of notebook 01 are checked against these oracles ----------------
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_encode_exercise_reference_equals_tiktoken_on_every_check_case(oracles, seed):
-    from course_utils.checks import _byte_bpe_banks as bank
+    from course_utils.checks.tokenisation.byte_bpe_encode import encode_cases, encode_with
     from course_utils.tokenisation.byte_bpe import encode_chunk_with_ranks
 
-    for case in bank.encode_cases(seed):
-        assert bank.encode_with(encode_chunk_with_ranks, case) == oracles["gpt2"].encode_ordinary(case.args[0]), case.label
+    for case in encode_cases(seed):
+        assert encode_with(encode_chunk_with_ranks, case) == oracles["gpt2"].encode_ordinary(case.args[0]), case.label
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_train_exercise_reference_equals_the_plain_trainer_on_every_check_case(seed):
-    from course_utils.checks import _byte_bpe_banks as bank
+    from course_utils.checks.tokenisation.byte_bpe_train import learn_byte_merges, train_cases
     from course_utils.tokenisation.trainer import chunk_counts, learn_merges_naive
 
-    for case in bank.train_cases(seed):
+    for case in train_cases(seed):
         text, n_merges = case.args
         plain = learn_merges_naive(chunk_counts(text), n_merges)
         assert [new for _, new in plain] == list(range(256, 256 + len(plain)))  # no merge re-creates a token
-        assert bank.learn_byte_merges(text, n_merges) == [pair for pair, _ in plain], case.label
+        assert learn_byte_merges(text, n_merges) == [pair for pair, _ in plain], case.label
 
 
 def test_read_only_ranks_copy_for_free_and_refuse_writes():
     import copy
 
-    from course_utils.checks._byte_bpe_banks import ReadOnlyRanks
+    from course_utils.checks.tokenisation.byte_bpe_encode import ReadOnlyRanks
 
     ranks = ReadOnlyRanks(real.ranks("gpt2"))
     assert copy.deepcopy(ranks) is ranks and ranks[b"!"] == 0 and b"zzzzzz" not in ranks
