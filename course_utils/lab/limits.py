@@ -1,8 +1,8 @@
 """The bounds one submission is graded under: time per cell, per probe and in all, memory, output, processes.
 
 ``Limits`` travels in each job file (``folder.make_job``) to the worker that grades it; ``GRACE_S``
-is how long an interrupted cell or probe gets before its kernel is killed. The CLI's own defaults
-are in ``cli.py``.
+is how long an interrupted cell or probe gets before its kernel is killed; ``job_budget(limits)``
+is how long the grader waits for a worker's result. The CLI's own defaults are in ``cli.py``.
 
 Leaves out: enforcing them (``kernel.py``, ``cells.py``, ``sandbox.py``, ``boot.py``).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 GRACE_S = 5.0  # how long an interrupted cell or probe gets to stop before the kernel is killed
+KERNEL_START_S = 180.0  # the most a kernel may take to start, on top of a submission's total time
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,9 @@ class Limits:
         if cell_seconds <= self.cell_timeout:
             return self
         return replace(self, cell_timeout=float(cell_seconds), total_timeout=self.total() + cell_seconds)
+
+
+def job_budget(limits: Limits) -> float:
+    """The most a worker may take for one submission: its kernel's start, its total time, and the grace
+    periods. ``job_budget(Limits(cell_timeout=60))`` -> 180 + 600 + 20 = 800 s."""
+    return KERNEL_START_S + limits.total() + 4 * GRACE_S
