@@ -1,210 +1,31 @@
-"""Generating text with the small GPT: the sampling loop, and the same loop with a KV cache.
+"""Generating text with the small GPT: the sampling loop, with or without a KV cache.
 
 Covers ``generate`` (run the model, turn the last position's logits into the next token with
 notebook 04's ``sample_next_token``: greedy at temperature 0, else temperature, top-k, top-p; append;
-repeat), ``cached_attention`` (one attention step that appends the new keys and values to the cache
-and lets the new queries look at everything so far) and ``forward_with_cache`` (the model run on
-new tokens only, reusing every earlier position's K and V). With the cache each new token costs one
-position's work instead of the whole sequence's, and the tokens are the same (tested).
-``impl="fused"`` is the fast version of the same loop: Q, K and V in one matmul, PyTorch's SDPA, K and
-V written in place into buffers allocated once, the weights gathered once per call and the checks
-done once in ``generate``: at this model's size a step's cost is mostly per-call overhead.
+repeat) and ``forward_with_cache`` (the model run on new tokens only, reusing every earlier
+position's K and V). Both take ``impl``: ``"reference"`` runs the readable cache of ``kv_cache.py``,
+``"fused"`` the fast one of ``kv_cache_fused.py`` (Q, K and V in one matmul, PyTorch's SDPA, K and V
+written in place into buffers allocated once, the weights gathered once per call and the checks
+done once in ``generate``); the tokens are the same (tested). ``KVCache`` and ``cached_attention``
+can be imported from here too.
+``generate(model, ids, 20, temperature=0)`` -> the prompt and 20 greedy tokens.
 Leaves out beam search, batched prompts of different lengths and a cache that slides past n_ctx.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
-from jaxtyping import Float, Int
+from jaxtyping import Int
 from torch import Tensor
 
-from course_utils.attention import scaled_dot_product_attention
 from course_utils.gpt import GPT
 from course_utils.gpt_config import check_tokens
-from course_utils.gpt_fused import _ACTIVATIONS, _linear, _qkv_weight
-from course_utils.masking import causal_mask
-from course_utils.multihead import MultiHeadAttention
+from course_utils.kv_cache import KVCache, _reference_step
+from course_utils.kv_cache import cached_attention  # noqa: F401 (notebook 09's checks import it from here)
+from course_utils.kv_cache_fused import _buffers_for, _Buffers, _final_logits, _fused_cached_blocks, _fused_layers
 from course_utils.sampling import sample_next_token
-
-
-@dataclass
-class KVCache:
-    """Per layer, the keys and values of every position seen so far, each (batch, head, pos, d_head).
-
-    The fused path (``impl="fused"``) keeps them in buffers allocated ahead (``keys[layer]`` is then
-    a view of the filled part), so a step writes its new position in place instead of copying the
-    whole cache with ``torch.cat``; a cache reused for two different continuations gets a copy.
-    """
-
-    keys: list[Tensor] = field(default_factory=list)
-    values: list[Tensor] = field(default_factory=list)
-    _buffers: "_Buffers | None" = field(default=None, repr=False, compare=False)
-
-    @property
-    def length(self) -> int:
-        return 0 if not self.keys else self.keys[0].shape[2]
-
-
-class _Buffers:
-    """K and V storage of every layer, (batch, head, capacity, d_head) each; ``filled`` positions hold data."""
-
-    __slots__ = ("keys", "values", "filled")
-
-    def __init__(self, keys: list[Tensor], values: list[Tensor], filled: int):
-        self.keys, self.values, self.filled = keys, values, filled
-
-    @property
-    def capacity(self) -> int:
-        return self.keys[0].shape[2]
-
-    @classmethod
-    def allocate(cls, model: GPT, batch: int, capacity: int, like: Tensor, cache: KVCache | None = None) -> "_Buffers":
-        """Empty buffers for ``capacity`` positions on ``like``'s device and dtype, holding a copy of ``cache``."""
-        cfg = model.cfg
-        shape = (batch, cfg.n_heads, capacity, cfg.d_head)
-        keys = [torch.empty(shape, dtype=like.dtype, device=like.device) for _ in range(cfg.n_layers)]
-        values = [torch.empty(shape, dtype=like.dtype, device=like.device) for _ in range(cfg.n_layers)]
-        filled = 0 if cache is None else cache.length
-        for old, new in zip((*cache.keys, *cache.values) if filled else (), (*keys, *values)):
-            new[:, :, :filled] = old
-        return cls(keys, values, filled)
-
-    def view(self, end: int) -> KVCache:
-        """A ``KVCache`` of the first ``end`` positions, sharing this storage."""
-        return KVCache([k[:, :, :end] for k in self.keys], [v[:, :, :end] for v in self.values], self)
-
-
-def cached_attention(
-    q: Float[Tensor, "batch head n_new d_head"],
-    k_new: Float[Tensor, "batch head n_new d_head"],
-    v_new: Float[Tensor, "batch head n_new d_head"],
-    k_cache: Tensor | None = None,
-    v_cache: Tensor | None = None,
-):
-    """Append the new keys/values to the cache; the new queries attend causally to all of them.
-
-    Returns ``(z, k_all, v_all)``; ``z`` is (batch, head, n_new, d_head). With an empty cache this is
-    plain causal attention. The n_new queries are the last n_new positions, so query i may see keys
-    0 .. length_before + i (``causal_mask(n_new, n_all)``).
-    """
-    k_all = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=2)  # (batch, head, n_all, d_head)
-    v_all = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=2)
-    mask = causal_mask(q.shape[2], k_all.shape[2], device=q.device)  # (n_new, n_all)
-    return scaled_dot_product_attention(q, k_all, v_all, mask), k_all, v_all
-
-
-def project_qkv(attn: MultiHeadAttention, x: Float[Tensor, "batch pos d_model"]):
-    """q, k, v of every head from the module's W_Q/W_K/W_V (head, d_model, d_head) and biases,
-    each (batch, head, pos, d_head)."""
-    out = []
-    for W, b in ((attn.W_Q, attn.b_Q), (attn.W_K, attn.b_K), (attn.W_V, attn.b_V)):
-        y = torch.einsum("bpm,hmd->bhpd", x, W)  # (batch, head, pos, d_head)
-        out.append(y if b is None else y + b[:, None, :])
-    return out
-
-
-def write_heads(
-    attn: MultiHeadAttention, z: Float[Tensor, "batch head pos d_head"]
-) -> Float[Tensor, "batch pos d_model"]:
-    """Every head's z through its slice of W_O (head, d_head, d_model), summed, plus b_O."""
-    out = torch.einsum("bhpd,hdm->bpm", z, attn.W_O)  # (batch, pos, d_model)
-    return out if attn.b_O is None else out + attn.b_O
-
-
-def _fused_layers(model: GPT) -> list[tuple]:
-    """Each block's parameters as the cached step uses them, gathered once per call: Q, K and V side by side."""
-    layers = []
-    for block in model.blocks:
-        attn, mlp, ln1, ln2 = block.attn, block.mlp, block.ln1, block.ln2
-        W_QKV, b_QKV = _qkv_weight(attn)  # (d_model, 3·d_model), (3·d_model,)
-        layers.append(
-            (
-                ln1.w,
-                ln1.b,
-                ln1.eps,
-                W_QKV,
-                b_QKV,
-                attn.W_O.reshape(-1, attn.d_model),
-                attn.b_O,
-                ln2.w,
-                ln2.b,
-                ln2.eps,
-                mlp.W_in,
-                mlp.b_in,
-                _ACTIVATIONS[mlp.activation],
-                mlp.W_out,
-                mlp.b_out,
-            )
-        )
-    return layers
-
-
-def _fused_cached_blocks(
-    layers: list[tuple], x: Float[Tensor, "batch n_new d_model"], buffers: _Buffers, start: int, n_heads: int
-) -> Float[Tensor, "batch n_new d_model"]:
-    """Every block on the new positions ``start ..``: their K and V are written into ``buffers`` in place.
-
-    Per block: LayerNorm, one matmul for q, k, v of every head, SDPA of the new queries over the
-    filled part of the buffers (no mask for one query: it sees everything), W_O added onto the
-    residual stream in the same matmul, then the MLP. Same maths as the reference cache (tested).
-    """
-    batch, n_new, d_model = x.shape
-    end, d_head, shape = start + n_new, d_model // n_heads, (d_model,)
-    mask = None if n_new == 1 or start == 0 else causal_mask(n_new, end, device=x.device)  # (n_new, end)
-    causal = n_new > 1 and start == 0  # the prompt on an empty cache: ordinary causal attention
-    x = x.reshape(batch * n_new, d_model)
-    layer_norm, sdpa, addmm = torch.layer_norm, F.scaled_dot_product_attention, torch.addmm  # looked up once
-    for (w1, b1, eps1, W_QKV, b_QKV, W_O, b_O, w2, b2, eps2, W_in, b_in, act, W_out, b_out), K, V in zip(
-        layers, buffers.keys, buffers.values
-    ):
-        qkv = _linear(layer_norm(x, shape, w1, b1, eps1), W_QKV, b_QKV)  # (batch·n_new, 3·d_model)
-        q, k, v = qkv.view(batch, n_new, 3, n_heads, d_head).permute(2, 0, 3, 1, 4)  # (batch, head, n_new, d_head)
-        K[:, :, start:end] = k  # in place: no copy of the earlier positions
-        V[:, :, start:end] = v
-        z = sdpa(q, K[:, :, :end], V[:, :, :end], attn_mask=mask, is_causal=causal)  # (batch, head, n_new, d_head)
-        x = addmm(x, z.transpose(1, 2).reshape(batch * n_new, d_model), W_O)  # x + the heads' writes
-        if b_O is not None:
-            x += b_O
-        x = addmm(x, act(_linear(layer_norm(x, shape, w2, b2, eps2), W_in, b_in)), W_out)  # x + the MLP's write
-        if b_out is not None:
-            x += b_out
-    buffers.filled = end
-    return x.view(batch, n_new, d_model)
-
-
-def _final_logits(model: GPT, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_vocab"]:
-    ln = model.ln_final
-    return F.layer_norm(x, (ln.d_model,), ln.w, ln.b, ln.eps) @ model.unembedding()
-
-
-def _buffers_for(model: GPT, cache: KVCache, batch: int, end: int, like: Tensor) -> _Buffers:
-    """The cache's own buffers when the new positions can go straight after it, else new ones holding a copy."""
-    buffers, start = cache._buffers, cache.length
-    if buffers is not None and buffers.filled == start and buffers.capacity >= end:
-        return buffers  # nobody has written past this cache: extend it in place
-    # a reference cache, a full buffer, or a cache already continued another way (keep that one intact)
-    capacity = min(model.cfg.n_ctx, max(end, 2 * (start if buffers is None else buffers.capacity)))
-    return _Buffers.allocate(model, batch, capacity, like, cache)
-
-
-def _reference_step(model: GPT, tokens: Int[Tensor, "batch n_new"], cache: KVCache):
-    """The readable cached forward, on checked tokens: notebook 05's pieces, one block at a time."""
-    start = cache.length
-    x = model.embed(tokens, start=start)  # (batch, n_new, d_model)
-    new = KVCache()
-    for layer, block in enumerate(model.blocks):
-        old_k, old_v = (cache.keys[layer], cache.values[layer]) if start else (None, None)
-        q, k, v = project_qkv(block.attn, block.ln1(x))
-        z, k_all, v_all = cached_attention(q, k, v, old_k, old_v)
-        new.keys.append(k_all)
-        new.values.append(v_all)
-        x = x + write_heads(block.attn, z)
-        x = x + block.mlp(block.ln2(x))
-    return model.unembed(x), new
 
 
 def _check_cache_args(model: GPT, impl: str) -> None:

@@ -129,7 +129,7 @@ def with_meta_module(build, use):
 
 
 def _calls_06_09() -> dict:
-    from course_utils import counting as CO, generation as GE, gpt_fused as GF, head_scores as HS, layernorm as LN
+    from course_utils import counting as CO, gpt_fused as GF, head_scores as HS, kv_cache as KV, layernorm as LN
     from course_utils import moe as MO, moe_balancing as MB, moe_dispatch as MD, moe_routing as MR, training as TR
     from course_utils.mlp import MLP
     from course_utils.multihead import MultiHeadAttention
@@ -164,9 +164,9 @@ def _calls_06_09() -> dict:
         "layernorm.layer_norm": lambda: LN.layer_norm(t(3, 8), t(8), t(8)),
         "layernorm.batch_norm": lambda: LN.batch_norm(t(3, 8)),
         "layernorm.LayerNorm": module_call("layernorm.LayerNorm", 8, x=t(3, 8)),
-        "generation.cached_attention": lambda: GE.cached_attention(t(1, 2, 1, 4), t(1, 2, 1, 4), t(1, 2, 1, 4)),
-        "generation.project_qkv": mha(lambda a: GE.project_qkv(a, t(2, 5, 8))),
-        "generation.write_heads": mha(lambda a: GE.write_heads(a, t(2, 2, 5, 4))),
+        "kv_cache.cached_attention": lambda: KV.cached_attention(t(1, 2, 1, 4), t(1, 2, 1, 4), t(1, 2, 1, 4)),
+        "kv_cache.project_qkv": mha(lambda a: KV.project_qkv(a, t(2, 5, 8))),
+        "kv_cache.write_heads": mha(lambda a: KV.write_heads(a, t(2, 2, 5, 4))),
         "training.split_tokens": lambda: TR.split_tokens(ids(100)),
         "head_scores.delimiter_scores": lambda: HS.delimiter_scores(t(2, 3, 5, 5), mask(2, 5)),
         "decoder.Decoder": module_call("decoder.Decoder", TINY, x=ids(2, 5)),
@@ -236,7 +236,7 @@ NOT_ON_META = {
     "gpt_config.check_tokens": "range-checks token ids with .item()",
     "gpt_config.check_state_dict": "compares a state dict's names and shapes, returns None",
     "gpt.stream_rms": "returns Python floats",
-    "generation.KVCache": "a dataclass holding its caller's tensors",
+    "kv_cache.KVCache": "a dataclass holding its caller's tensors",
     "generation.forward_with_cache": "token ids are range-checked with .item() (its pieces are swept)",
     "generation.generate": "samples tokens: needs data",
     "head_scores.chance_delimiter_share": "returns a Python float",
