@@ -5,15 +5,15 @@ Every function works on the last dimension, so a batch of rows ``(..., d_vocab)`
 the distribution a sampler draws from, which keeps the maths deterministic and testable;
 ``sample_next_token`` draws from it with an explicit ``torch.Generator`` (``sample_counts`` and
 ``sample_shares`` tally many draws, to set beside the distribution); ``generate`` is the loop
-that picks a token, appends it to the input and runs the model again; ``cross_entropy`` is the
-training loss on the same logits (minus the log-probability of the right next token).
+that picks a token, appends it to the input and runs the model again. ``entropy`` and
+``cross_entropy`` (the training loss on the same logits) live in ``course_utils.entropy`` and can
+be imported from here too.
 
 Temperature 0 is the greedy limit and is handled as its own branch (a one-hot distribution on the
 largest logit); nothing ever divides by 0. Scores are shifted by their maximum *before* dividing by
 T, so tiny temperatures (0.01, or 1e-30) cannot overflow to inf and NaN.
 Leaves out beam search, repetition penalties, min-p and the KV cache.
 """
-
 from __future__ import annotations
 
 import math
@@ -23,9 +23,9 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from course_utils.softmax import row_entropy, softmax
+from course_utils.entropy import cross_entropy, entropy  # noqa: F401 (notebooks 04 and 09 call sampling.entropy, ...)
+from course_utils.softmax import softmax
 from course_utils.validate import (
-    float_tensor,
     has_data,
     int_in,
     int_tensor,
@@ -33,42 +33,16 @@ from course_utils.validate import (
     number,
     number_in,
     positive_int,
+    vocab_rows,
 )
 
 
-def _check_rows(x, name: str, *, probs: bool = False) -> Tensor:
-    """Logits (or, with ``probs=True``, probabilities) along the last dim, checked with one host sync.
-
-    Values are not read on the ``meta`` device (no data there).
-    """
-    float_tensor(name, x, "(..., d_vocab)", finite=False)  # -inf logits are allowed: a masked token
-    if x.shape[-1] == 0:
-        raise ValueError(f"{name} must have a non-empty last dimension (d_vocab), got shape {tuple(x.shape)}")
-    if not has_data(x):
-        return x
-    checks = [x.isnan().any(), x.isposinf().any(), x.amax(dim=-1).isneginf().any()]
-    if probs:
-        checks += [(x < 0).any(), (x.sum(dim=-1) <= 0).any()]
-    nan, pos_inf, empty_row, *more = torch.stack(checks).tolist()  # one transfer to the host, not five
-    if nan:
-        raise ValueError(f"{name} contains NaN")
-    if pos_inf:
-        raise ValueError(f"{name} contains +inf; use large finite values instead")
-    if empty_row:
-        raise ValueError(f"every entry of a row of {name} is -inf: there is no token left to choose")
-    if probs and more[0]:
-        raise ValueError("probs must be non-negative (pass probabilities, not logits)")
-    if probs and more[1]:
-        raise ValueError("every row of probs must have some positive probability (a row of zeros has no distribution)")
-    return x
-
-
 def _check_logits(logits) -> Tensor:
-    return _check_rows(logits, "logits")
+    return vocab_rows("logits", logits)
 
 
 def _check_probs(probs) -> Tensor:
-    return _check_rows(probs, "probs", probs=True)
+    return vocab_rows("probs", probs, probs=True)
 
 
 def _check_temperature(temperature) -> float:
@@ -233,38 +207,6 @@ def sample_shares(
     if has_data(counts) and bool(((counts < 0).any(dim=-1, keepdim=True) | (total <= 0)).any()):
         raise ValueError(f"counts must be >= 0 with a positive total in every row (shape {tuple(counts.shape)})")
     return counts.to(dtype) / total
-
-
-def entropy(probs: Float[Tensor, "... d_vocab"]) -> Float[Tensor, "..."]:
-    """Entropy in nats, with 0·log 0 = 0: ``entropy(tensor([0.5, 0.5]))`` -> ``0.693``; one-hot -> ``0``."""
-    _check_probs(probs)
-    return row_entropy(probs) + 0.0  # + 0.0 turns -0.0 (a one-hot row) into 0.0
-
-
-def cross_entropy(logits: Float[Tensor, "n d_vocab"], targets: Int[Tensor, "n"]) -> Float[Tensor, ""]:
-    """Mean over rows of -ln softmax(logits)[target], computed stably (log-sum-exp with the max shifted out).
-
-    ``cross_entropy(tensor([[6.2, 4.9, 2.1, 1.0]]), tensor([0]))`` -> ``0.259`` (= -ln 0.772).
-    Same numbers as ``torch.nn.functional.cross_entropy`` (tested).
-    """
-    _check_logits(logits)
-    if logits.ndim != 2:
-        raise ValueError(f"logits must have shape (n, d_vocab), got {tuple(logits.shape)}")
-    if (
-        not isinstance(targets, Tensor)
-        or targets.dtype not in (torch.int32, torch.int64)
-        or targets.shape != logits.shape[:1]
-    ):
-        raise ValueError(
-            f"targets must be an int tensor of shape ({logits.shape[0]},), got "
-            f"{getattr(targets, 'dtype', type(targets).__name__)} {tuple(getattr(targets, 'shape', ()))}"
-        )
-    if bool(((targets < 0) | (targets >= logits.shape[-1])).any()):
-        raise ValueError(f"targets must be token ids in 0..{logits.shape[-1] - 1}, got {targets.tolist()}")
-    top = logits.amax(dim=-1, keepdim=True)  # (n, 1)
-    log_total = top.squeeze(-1) + (logits - top).exp().sum(dim=-1).log()  # (n,): ln sum_j e^logit_j
-    right = logits.gather(-1, targets[:, None].long()).squeeze(-1)  # (n,): the right token's logit
-    return (log_total - right).mean()
 
 
 def generate(

@@ -21,7 +21,7 @@ from jaxtyping import Float, Int
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from course_utils.sampling import cross_entropy
+from course_utils.entropy import cross_entropy
 from course_utils.threads import threads_for_load  # noqa: F401 (notebook 09 imports it from here)
 from course_utils.validate import int_in, int_tensor, integer, number, number_in, positive_int
 

@@ -180,3 +180,32 @@ def same_device(**tensors: Tensor) -> torch.device:
         listed = ", ".join(f"{name} on {device}" for name, device in devices.items())
         raise ValueError(f"tensors must be on the same device, got {listed}")
     return next(iter(devices.values()))
+
+
+def vocab_rows(name: str, x: Any, *, probs: bool = False) -> Tensor:
+    """Logits (or, with ``probs=True``, probabilities) along a last dim of d_vocab, checked with one host sync.
+
+    -inf logits are allowed (a masked token), a row of nothing but -inf, NaN and +inf are not; with
+    ``probs=True`` also negative values and a row of zeros. Values are not read on the ``meta`` device.
+    ``vocab_rows("logits", torch.tensor([0., float("nan")]))`` -> ``ValueError: logits contains NaN``.
+    """
+    float_tensor(name, x, "(..., d_vocab)", finite=False)
+    if x.shape[-1] == 0:
+        raise ValueError(f"{name} must have a non-empty last dimension (d_vocab), got shape {tuple(x.shape)}")
+    if not has_data(x):
+        return x
+    checks = [x.isnan().any(), x.isposinf().any(), x.amax(dim=-1).isneginf().any()]
+    if probs:
+        checks += [(x < 0).any(), (x.sum(dim=-1) <= 0).any()]
+    nan, pos_inf, empty_row, *more = torch.stack(checks).tolist()  # one transfer to the host, not five
+    if nan:
+        raise ValueError(f"{name} contains NaN")
+    if pos_inf:
+        raise ValueError(f"{name} contains +inf; use large finite values instead")
+    if empty_row:
+        raise ValueError(f"every entry of a row of {name} is -inf: there is no token left to choose")
+    if probs and more[0]:
+        raise ValueError("probs must be non-negative (pass probabilities, not logits)")
+    if probs and more[1]:
+        raise ValueError("every row of probs must have some positive probability (a row of zeros has no distribution)")
+    return x

@@ -57,7 +57,7 @@ def module_call(path: str, *args, x, method: str = "__call__"):
 
 def _calls() -> dict:
     from course_utils import attention as A, embeddings as E, induction as I, masking as MK, multihead as MH
-    from course_utils import positions as P, sampling as SA, softmax as S
+    from course_utils import entropy as EN, positions as P, sampling as SA, softmax as S
     from course_utils import mlp as ML, sparse_autoencoder as SAE, toy_models as TM
 
     return {
@@ -83,7 +83,7 @@ def _calls() -> dict:
         "sampling.top_k_filter": lambda: SA.top_k_filter(t(2, 5), 2),
         "sampling.top_p_filter": lambda: SA.top_p_filter(t(2, 5), 0.9),
         "sampling.next_token_distribution": lambda: SA.next_token_distribution(t(2, 5), 0.7, 3, 0.9),
-        "sampling.entropy": lambda: SA.entropy(t(2, 5)),
+        "entropy.entropy": lambda: EN.entropy(t(2, 5)),
         "sampling.sample_shares": lambda: SA.sample_shares(ids(2, 5)),
         "embeddings.embed": lambda: E.embed(ids(2, 5), t(10, 4)),
         "embeddings.one_hot": lambda: E.one_hot(ids(2, 5), 10),
@@ -256,10 +256,10 @@ NOT_ON_META = {
     **{f"moe_experiment.{n}": "the seeded toy experiment of notebook 07: trains on data"
        for n in ("ExperimentConfig", "Task", "TrainingRun", "capacity_report", "expert_owners", "make_task",
                  "probe_batch", "run_experiment", "sample_batch", "specialisation", "train_grid", "train_moe")},
-    "sampling.cross_entropy": "targets are range-checked with .item()",
+    "entropy.cross_entropy": "targets are range-checked with .item()",
     "sampling.generate": "samples tokens: needs data",
     "training.TrainConfig": "a dataclass of numbers",
-    "training.sequence_loss": "targets are range-checked with .item() (through sampling.cross_entropy)",
+    "training.sequence_loss": "targets are range-checked with .item() (through entropy.cross_entropy)",
     "training.get_batch": "draws random windows with a torch.Generator (needs data)",
     "training.lr_at": "arithmetic on Python numbers",
     "training.bigram_loss": "counts token pairs and returns a Python float (needs data)",

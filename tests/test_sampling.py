@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from course_utils import sampling
-from course_utils.sampling import (apply_temperature, entropy, greedy, greedy_distribution, next_token_distribution,
+from course_utils.entropy import entropy
+from course_utils.sampling import (apply_temperature, greedy, greedy_distribution, next_token_distribution,
                                    sample_counts, sample_next_token, sample_shares, top_k_filter, top_p_filter)
 
 WORKED = torch.tensor([6.2, 4.9, 2.1, 1.0], dtype=torch.float64)  # CAT, DOG, IS, LOVELY
@@ -132,8 +133,8 @@ def test_the_pipeline_checks_its_logits_once(monkeypatch):
     """Validation happens where a value enters: one check of the logits per call, none on the way
     through temperature, top-k and top-p (each check is a host sync on a GPU)."""
     checked = []
-    real = sampling._check_rows
-    monkeypatch.setattr(sampling, "_check_rows", lambda x, name, **kw: checked.append(name) or real(x, name, **kw))
+    real = sampling.vocab_rows
+    monkeypatch.setattr(sampling, "vocab_rows", lambda name, x, **kw: checked.append(name) or real(name, x, **kw))
     next_token_distribution(WORKED, 0.7, top_k=3, top_p=0.9)
     assert checked == ["logits"]
     checked.clear()
@@ -210,7 +211,7 @@ def test_same_distribution_and_reproducible_draws_on_cuda():
 
 
 def test_cross_entropy_matches_torch_and_the_worked_example():
-    from course_utils.sampling import cross_entropy
+    from course_utils.entropy import cross_entropy
 
     worked = cross_entropy(WORKED[None], torch.tensor([0]))
     assert worked.item() == pytest.approx(-math.log(next_token_distribution(WORKED)[0].item()))

@@ -111,3 +111,21 @@ def test_non_negative_number_and_one_of():
     assert v.one_of("layout", "halves", ("interleaved", "halves")) == "halves"
     with pytest.raises(ValueError, match=r"^layout must be one of \('interleaved', 'halves'\), got 'rows'$"):
         v.one_of("layout", "rows", ("interleaved", "halves"))
+
+
+def test_vocab_rows_names_the_argument_allows_masked_tokens_and_skips_values_on_meta():
+    assert v.vocab_rows("logits", torch.tensor([0.0, float("-inf")])) is not None  # a masked token
+    for bad, match in ((torch.tensor([0.0, float("nan")]), "logits contains NaN"),
+                       (torch.tensor([0.0, float("inf")]), r"logits contains \+inf"),
+                       (torch.full((2,), float("-inf")), "every entry of a row of logits is -inf"),
+                       (torch.empty(2, 0), "non-empty last dimension")):
+        with pytest.raises(ValueError, match=match):
+            v.vocab_rows("logits", bad)
+    with pytest.raises(TypeError, match="logits must be a floating-point tensor"):
+        v.vocab_rows("logits", torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="probs must be non-negative"):
+        v.vocab_rows("probs", torch.tensor([0.5, -0.1]), probs=True)
+    with pytest.raises(ValueError, match="every row of probs must have some positive probability"):
+        v.vocab_rows("probs", torch.zeros(2, 3), probs=True)
+    assert v.vocab_rows("logits", torch.tensor([0.5, -0.1])) is not None  # negative logits are fine
+    assert v.vocab_rows("probs", torch.empty(2, 3, device="meta"), probs=True) is not None  # no data to check

@@ -2,12 +2,12 @@
 
 ``temperature_widget(tokens, logits)`` -> a VBox showing the next-token probabilities as bars, the
 share of N seeded samples that landed on each token beside them, the entropy, and a plain-text
-readout. All the maths is ``course_utils.sampling`` (via ``temperature_state``); the callback only
-reads the controls and redraws. The slider goes down to T = 0.01 without overflow because the
-library shifts the logits by their maximum before dividing by T; the greedy toggle is the explicit
-T = 0 branch. CSS classes follow notebooks' WIDGET_CONTRACT: ``course-temperature``,
-``course-temperature-slider``, ``course-temperature-greedy``, ``course-topk``, ``course-topp``,
-``course-readout``, ``course-figure``.
+readout. All the maths is ``course_utils.sampling`` and ``course_utils.entropy`` (via
+``temperature_state``); the callback only reads the controls and redraws. The slider goes down to
+T = 0.01 without overflow because the library shifts the logits by their maximum before dividing by
+T; the greedy toggle is the explicit T = 0 branch. CSS classes follow notebooks' WIDGET_CONTRACT:
+``course-temperature``, ``course-temperature-slider``, ``course-temperature-greedy``, ``course-topk``,
+``course-topp``, ``course-readout``, ``course-figure``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import ipywidgets as widgets
 import torch
 
 from course_utils import sampling
+from course_utils.entropy import entropy
 from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 
 DEFAULT_TOKENS = ("CAT", "DOG", "IS", "LOVELY")
@@ -42,7 +43,7 @@ def temperature_state(
     counts = sampling.sample_counts(probs, n_samples, torch.Generator().manual_seed(seed))
     return {
         "probs": probs,
-        "entropy": float(sampling.entropy(probs)),
+        "entropy": float(entropy(probs)),
         "temperature": t,
         "greedy": greedy,
         "sample_share": sampling.sample_shares(counts),
