@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import torch
 
-from course_utils import moe
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import F64, random_logits
+from course_utils.moe import SwiGLU
+from course_utils.moe_dispatch import dispatch_grouped, dispatch_naive
+from course_utils.moe_routing import top_k_gates
 
 
 def dispatch_and_combine(x: torch.Tensor, indices: torch.Tensor, gates: torch.Tensor, experts) -> torch.Tensor:
     """Reference: out[t] = Σ_slot gates[t, slot] · experts[indices[t, slot]](x[t])."""
-    return moe.dispatch_grouped(x, indices, gates, experts)
+    return dispatch_grouped(x, indices, gates, experts)
 
 
 def _dispatch_cases(seed: int) -> list[Case]:
@@ -30,8 +32,8 @@ def _dispatch_cases(seed: int) -> list[Case]:
         ("10 tokens, 5 experts, k=3", 10, 4, 5, 3),
     ):
         torch.manual_seed(seed * 1000 + tokens)
-        experts = [moe.SwiGLU(d_model, 2 * d_model, init_std=0.5).double() for _ in range(n_experts)]
-        gates, indices = moe.top_k_gates(random_logits(gen, tokens, n_experts), k)
+        experts = [SwiGLU(d_model, 2 * d_model, init_std=0.5).double() for _ in range(n_experts)]
+        gates, indices = top_k_gates(random_logits(gen, tokens, n_experts), k)
         x = torch.randn(tokens, d_model, generator=gen, dtype=F64)
         cases.append(Case(label, (x, indices, gates, experts)))
     return cases
@@ -50,7 +52,7 @@ bank = Bank()
     "gates ignored", "each expert's output must be multiplied by its gate before it is added to the token's row"
 )
 def _unweighted(x, indices, gates, experts):
-    return moe.dispatch_grouped(x, indices, torch.ones_like(gates), experts)
+    return dispatch_grouped(x, indices, torch.ones_like(gates), experts)
 
 
 @bank.mistake(
@@ -58,7 +60,7 @@ def _unweighted(x, indices, gates, experts):
     "only the first expert of each token was used: a token goes through all k of its chosen experts",
 )
 def _first_choice_only(x, indices, gates, experts):
-    return moe.dispatch_grouped(x, indices[:, :1], gates[:, :1], experts)
+    return dispatch_grouped(x, indices[:, :1], gates[:, :1], experts)
 
 
 @bank.mistake(
@@ -78,20 +80,20 @@ def _overwrites(x, indices, gates, experts):
     "first gate for every slot", "every slot used the first gate: slot j of token t is weighted by gates[t, j]"
 )
 def _first_gate_for_every_slot(x, indices, gates, experts):
-    return moe.dispatch_grouped(x, indices, gates[:, :1].expand_as(gates), experts)
+    return dispatch_grouped(x, indices, gates[:, :1].expand_as(gates), experts)
 
 
 @bank.mistake(
     "residual added", "return only the weighted sum of the experts' outputs: the residual x is added outside the layer"
 )
 def _with_residual(x, indices, gates, experts):
-    return x + moe.dispatch_grouped(x, indices, gates, experts)
+    return x + dispatch_grouped(x, indices, gates, experts)
 
 
 # -- accepted alternatives -----------------------------------------------------------------------
 @bank.alternative("a loop over tokens")
 def _alt_per_token_loop(x, indices, gates, experts):
-    return moe.dispatch_naive(x, indices, gates, experts)
+    return dispatch_naive(x, indices, gates, experts)
 
 
 @bank.alternative("dense combine matrix and einsum")

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import torch
 
-from course_utils import moe
 from course_utils.checks.bank import Bank
 from course_utils.checks.compare import describe_mismatch
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import random_logits
+from course_utils.moe_routing import top_k_gates
 from course_utils.tolerances import teaching_tolerance
 
 
 def top_k_router(router_logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Reference: (gates, indices), both (tokens, k); gates renormalised to sum to 1 per token."""
-    return moe.top_k_gates(router_logits, k)
+    return top_k_gates(router_logits, k)
 
 
 def _router_cases(seed: int) -> list[Case]:
