@@ -1,0 +1,22 @@
+"""What the notebook-09 exercises share: float64 for hand-made inputs, and a tiny seeded GPT whose
+blocks and sampling the checks run."""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.gpt import GPT
+from course_utils.gpt_config import GPTConfig
+
+F64 = torch.float64
+
+
+def tiny_model(seed: int, d_vocab: int = 23, n_ctx: int = 12) -> GPT:
+    """A seeded 2-layer GPT whose weights are moved off the init, so every parameter matters."""
+    gen = torch.Generator().manual_seed(100 + seed)
+    model = GPT(GPTConfig(d_vocab=d_vocab, n_ctx=n_ctx, d_model=16, n_heads=2, n_layers=2))
+    model.reset_parameters(gen)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=gen))
+    return model.eval()
