@@ -15,12 +15,12 @@ import torch.nn.functional as F
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.generation import cached_attention
+from course_utils.kv_cache import cached_attention
 from course_utils.masking import causal_mask
 
 
 def kv_cache_step(q, k_new, v_new, k_cache, v_cache):
-    """Reference: ``generation.cached_attention`` -> (z, k_all, v_all)."""
+    """Reference: ``kv_cache.cached_attention`` -> (z, k_all, v_all)."""
     return cached_attention(q, k_new, v_new, k_cache, v_cache)
 
 
