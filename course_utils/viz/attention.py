@@ -20,7 +20,8 @@ import matplotlib.pyplot as plt
 
 from course_utils.attention import pattern_stats, random_scores
 from course_utils.softmax import softmax
-from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, show_figure
+from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 
 
 def plot_pattern(ax, pattern, tokens: Sequence[str], title: str | None = None, annotate: bool = True):
@@ -85,24 +86,16 @@ def dk_saturation_viewer(tokens: Sequence[str], d_k: int = 64, seed: int = 0) ->
     """A d_k slider over random queries/keys for ``tokens``: scaled and unscaled patterns side by side."""
     slider = widgets.IntSlider(value=d_k, min=1, max=512, step=1, description="d_k", continuous_update=False)
     slider.add_class("course-dk")
-    readout = widgets.HTML()
-    readout.add_class("course-readout")
-    figure = widgets.Output()
-    figure.add_class("course-figure")
+    readout, figure = readout_area(), figure_area()
 
-    def _draw(_change=None) -> None:
-        with redraw_lock():  # read the slider inside the lock: the last callback shows the final state
-            value = slider.value
-            scaled, unscaled = _patterns(len(tokens), value, seed)
-            readout.value = dk_readout(value, scaled, unscaled)
-            fig, axes = new_figure((9, 4), 1, 2)
-            plot_pattern(axes[0], scaled, tokens, f"scaled: softmax(q·k / √{value})")
-            plot_pattern(axes[1], unscaled, tokens, "unscaled: softmax(q·k)")
-            fig.tight_layout()
-            show_figure(figure, fig)
+    def _draw() -> None:
+        value = slider.value
+        scaled, unscaled = _patterns(len(tokens), value, seed)
+        readout.value = dk_readout(value, scaled, unscaled)
+        fig, axes = new_figure((9, 4), 1, 2)
+        plot_pattern(axes[0], scaled, tokens, f"scaled: softmax(q·k / √{value})")
+        plot_pattern(axes[1], unscaled, tokens, "unscaled: softmax(q·k)")
+        fig.tight_layout()
+        show_figure(figure, fig)
 
-    slider.observe(_draw, names="value")
-    _draw()
-    box = widgets.VBox([slider, readout, figure])
-    box.add_class("course-attention-viewer")
-    return box
+    return live_widget([slider, readout, figure], "course-attention-viewer", [slider], _draw)

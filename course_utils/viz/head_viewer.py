@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from course_utils.viz.attention import plot_pattern
-from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, show_figure
+from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 
 
 def viewer_readout(
@@ -84,21 +85,11 @@ def attention_viewer(
     head.add_class("course-head")
     query = widgets.IntSlider(value=len(tokens) - 1, min=0, max=len(tokens) - 1, description="query")
     query.add_class("course-query")
-    readout = widgets.HTML()
-    readout.add_class("course-readout")
-    figure = widgets.Output()
-    figure.add_class("course-figure")
+    readout, figure = readout_area(), figure_area()
 
-    def _redraw(_change=None) -> None:
-        with redraw_lock():  # read the selectors inside the lock: the last callback shows the final state
-            readout.value = viewer_readout(patterns, tokens, layer.value, head.value, query.value, scores)
-            show_figure(
-                figure, plot_head(patterns[layer.value][head.value], tokens, layer.value, head.value, query.value)
-            )
+    def _redraw() -> None:
+        readout.value = viewer_readout(patterns, tokens, layer.value, head.value, query.value, scores)
+        show_figure(figure, plot_head(patterns[layer.value][head.value], tokens, layer.value, head.value, query.value))
 
-    for control in (layer, head, query):
-        control.observe(_redraw, names="value")
-    _redraw()
-    box = widgets.VBox([widgets.HBox([layer, head, query]), widgets.HBox([figure, readout])])
-    box.add_class("course-attention-viewer")
-    return box
+    children = [widgets.HBox([layer, head, query]), widgets.HBox([figure, readout])]
+    return live_widget(children, "course-attention-viewer", [layer, head, query], _redraw)

@@ -24,6 +24,7 @@ from course_utils.masking import PRESETS, preset_mask
 from course_utils.softmax import masked_softmax
 from course_utils.viz.attention import plot_pattern
 from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
+from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 
 
 def mask_readout(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str]) -> str:
@@ -73,23 +74,19 @@ def mask_editor(tokens: Sequence[str], scores: torch.Tensor, preset: str = "caus
     ]
     dropdown = widgets.Dropdown(options=PRESETS, value=preset, description="preset")
     dropdown.add_class("course-mask-preset")
-    readout = widgets.HTML()
-    readout.add_class("course-readout")
-    figure = widgets.Output()
-    figure.add_class("course-figure")
+    readout, figure = readout_area(), figure_area()
     busy = {"setting preset": False}
 
-    def _redraw(_change=None) -> None:
-        with redraw_lock():  # read the toggles inside the lock: the last callback shows the final state
-            if busy["setting preset"]:
-                return
-            mask = torch.tensor([[c.value for c in row] for row in cells], dtype=torch.bool)
-            pattern = masked_softmax(scores, mask)
-            for row in cells:
-                for c in row:
-                    c.icon, c.button_style = ("check", "success") if c.value else ("", "")
-            readout.value = mask_readout(pattern, mask, tokens)
-            show_figure(figure, plot_masked_pattern(pattern, mask, tokens))
+    def _redraw() -> None:
+        if busy["setting preset"]:
+            return
+        mask = torch.tensor([[c.value for c in row] for row in cells], dtype=torch.bool)
+        pattern = masked_softmax(scores, mask)
+        for row in cells:
+            for c in row:
+                c.icon, c.button_style = ("check", "success") if c.value else ("", "")
+        readout.value = mask_readout(pattern, mask, tokens)
+        show_figure(figure, plot_masked_pattern(pattern, mask, tokens))
 
     def _apply_preset(change) -> None:
         with redraw_lock():
@@ -106,12 +103,9 @@ def mask_editor(tokens: Sequence[str], scores: torch.Tensor, preset: str = "caus
     for row in cells:
         for c in row:
             c.add_class("course-mask-cell")
-            c.observe(_redraw, names="value")
     dropdown.observe(_apply_preset, names="value")
     header = [widgets.Label("q \\ k")] + [widgets.Label(t, layout=widgets.Layout(width="38px")) for t in tokens]
     grid_items = header + [item for i, row in enumerate(cells) for item in [widgets.Label(f"q{i} {tokens[i]}")] + row]
     grid = widgets.GridBox(grid_items, layout=widgets.Layout(grid_template_columns=f"90px repeat({n}, 42px)"))
-    _redraw()
-    box = widgets.VBox([dropdown, widgets.HBox([grid, figure]), readout])
-    box.add_class("course-mask-editor")
-    return box
+    toggles = [c for row in cells for c in row]
+    return live_widget([dropdown, widgets.HBox([grid, figure]), readout], "course-mask-editor", toggles, _redraw)

@@ -20,7 +20,8 @@ import torch
 
 from course_utils.moe_balancing import max_entropy_bits, usage_entropy
 from course_utils.moe_experiment import TrainingRun, capacity_report
-from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, show_figure
+from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 
 TITLES = {"none": "no balancing", "aux": "auxiliary loss", "bias": "bias balancing (DeepSeek-V3)"}
 
@@ -170,20 +171,12 @@ def usage_widget(grid: Mapping[tuple, TrainingRun], x: torch.Tensor) -> widgets.
         value=1.25, min=0.25, max=3.0, step=0.25, description="capacity", continuous_update=False, readout_format=".2f"
     )
     capacity.add_class("course-moe-capacity")
-    readout = widgets.HTML()
-    readout.add_class("course-readout")
-    figure = widgets.Output()
-    figure.add_class("course-figure")
+    readout, figure = readout_area(), figure_area()
 
-    def _redraw(_change=None) -> None:
-        with redraw_lock():  # read the controls inside the lock: the last callback shows the final state
-            state = usage_state(grid, x, experts.value, k.value, alpha.value, capacity.value)
-            readout.value = usage_readout(state)
-            show_figure(figure, _draw_state(state))
+    def _redraw() -> None:
+        state = usage_state(grid, x, experts.value, k.value, alpha.value, capacity.value)
+        readout.value = usage_readout(state)
+        show_figure(figure, _draw_state(state))
 
-    for control in (experts, k, alpha, capacity):
-        control.observe(_redraw, names="value")
-    _redraw()
-    box = widgets.VBox([widgets.HBox([experts, k, alpha]), capacity, readout, figure])
-    box.add_class("course-moe-usage")
-    return box
+    children = [widgets.HBox([experts, k, alpha]), capacity, readout, figure]
+    return live_widget(children, "course-moe-usage", [experts, k, alpha, capacity], _redraw)

@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from course_utils import toy_models
-from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, show_figure
+from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 
 PLATEAUS = {"1": 1.0, "1/2": 0.5, "2/5": 0.4, "1/3": 1 / 3}
 
@@ -186,22 +187,14 @@ def sparsity_explorer(model: toy_models.ToyModel) -> widgets.VBox:
         options=options, value=len(options) - 1, description="sparsity", continuous_update=False
     )
     slider.add_class("course-sparsity-slider")
-    readout = widgets.HTML()
-    readout.add_class("course-readout")
-    figure = widgets.Output()
-    figure.add_class("course-figure")
+    readout, figure = readout_area(), figure_area()
 
-    def _redraw(_change=None) -> None:
-        with redraw_lock():
-            k = slider.value
-            readout.value = sparsity_readout(W[k], float(sparsity[k]))
-            show_figure(figure, plot_instance(W[k], float(sparsity[k])))
+    def _redraw() -> None:
+        k = slider.value
+        readout.value = sparsity_readout(W[k], float(sparsity[k]))
+        show_figure(figure, plot_instance(W[k], float(sparsity[k])))
 
-    slider.observe(_redraw, names="value")
-    _redraw()
-    box = widgets.VBox([slider, readout, figure])
-    box.add_class("course-sparsity")
-    return box
+    return live_widget([slider, readout, figure], "course-sparsity", [slider], _redraw)
 
 
 def plot_instances_2d(W: torch.Tensor, sparsity: torch.Tensor, indices):

@@ -20,7 +20,8 @@ from IPython.display import Image
 
 from course_utils import compute, counting
 from course_utils.counting import ModelConfig
-from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, show_figure
+from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 
 GROUP_COLOURS = {
     "embedding": "#4c72b0",
@@ -170,21 +171,13 @@ def counter_widget() -> widgets.VBox:
         sliders[field] = slider
     style = widgets.Dropdown(options=list(STYLES), description="architecture")
     style.add_class("course-counter-style")
-    readout = widgets.HTML()
-    readout.add_class("course-readout")
-    figure = widgets.Output()
-    figure.add_class("course-figure")
+    readout, figure = readout_area(), figure_area()
 
-    def _redraw(_change=None) -> None:
-        with redraw_lock():  # read the controls inside the lock: the last callback shows the final state
-            state = counter_state(style.value, **{field: s.value for field, s in sliders.items()})
-            readout.value = counter_readout(state)
-            show_figure(figure, plot_counter(state))
+    def _redraw() -> None:
+        state = counter_state(style.value, **{field: s.value for field, s in sliders.items()})
+        readout.value = counter_readout(state)
+        show_figure(figure, plot_counter(state))
 
-    for control in (*sliders.values(), style):
-        control.observe(_redraw, names="value")
-    _redraw()
     columns = list(sliders.values())
-    box = widgets.VBox([style, widgets.HBox([widgets.VBox(columns[:4]), widgets.VBox(columns[4:])]), readout, figure])
-    box.add_class("course-counter")
-    return box
+    children = [style, widgets.HBox([widgets.VBox(columns[:4]), widgets.VBox(columns[4:])]), readout, figure]
+    return live_widget(children, "course-counter", [*columns, style], _redraw)

@@ -19,7 +19,8 @@ import torch
 
 from course_utils import sampling
 from course_utils.entropy import entropy
-from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
+from course_utils.viz.drawing import new_figure, show_figure
+from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 
 DEFAULT_TOKENS = ("CAT", "DOG", "IS", "LOVELY")
 DEFAULT_LOGITS = (6.2, 4.9, 2.1, 1.0)
@@ -96,21 +97,13 @@ def temperature_widget(
     top_k.add_class("course-topk")
     top_p = widgets.FloatSlider(value=1.0, min=0.01, max=1.0, step=0.01, description="top-p", continuous_update=False)
     top_p.add_class("course-topp")
-    readout = widgets.HTML()
-    readout.add_class("course-readout")
-    figure = widgets.Output()
-    figure.add_class("course-figure")
+    readout, figure = readout_area(), figure_area()
 
-    def _redraw(_change=None) -> None:
-        with redraw_lock():  # read the controls inside the lock: the last callback shows the final state
-            state = temperature_state(logits, slider.value, greedy.value, top_k.value, top_p.value, n_samples, seed)
-            readout.value = temperature_readout(tokens, state)
-            slider.disabled = greedy.value
-            show_figure(figure, plot_temperature(tokens, state))
+    def _redraw() -> None:
+        state = temperature_state(logits, slider.value, greedy.value, top_k.value, top_p.value, n_samples, seed)
+        readout.value = temperature_readout(tokens, state)
+        slider.disabled = greedy.value
+        show_figure(figure, plot_temperature(tokens, state))
 
-    for control in (slider, greedy, top_k, top_p):
-        control.observe(_redraw, names="value")
-    _redraw()
-    box = widgets.VBox([widgets.HBox([slider, greedy]), widgets.HBox([top_k, top_p]), readout, figure])
-    box.add_class("course-temperature")
-    return box
+    children = [widgets.HBox([slider, greedy]), widgets.HBox([top_k, top_p]), readout, figure]
+    return live_widget(children, "course-temperature", [slider, greedy, top_k, top_p], _redraw)

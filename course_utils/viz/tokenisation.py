@@ -14,6 +14,7 @@ import html
 import ipywidgets as widgets
 
 from course_utils.tokenisation.course import CHOICES, split_for_display
+from course_utils.viz.scaffold import live_widget, readout_area
 
 PALETTE = ("#ffd6a5", "#caffbf", "#9bf6ff", "#bdb2ff", "#ffc6ff", "#fdffb6")
 
@@ -46,18 +47,12 @@ def tokenizer_widget(
     box_text.add_class("course-tokenizer-text")
     dropdown = widgets.Dropdown(options=list(CHOICES), value=choice, description="tokenizer")
     dropdown.add_class("course-tokenizer-choice")
-    readout = widgets.HTML()
-    readout.add_class("course-readout")
+    readout = readout_area()
 
-    def _update(_=None) -> None:
+    def _update() -> None:
         readout.value = render_pieces(split_for_display(box_text.value, dropdown.value, course_bpe))
 
-    box_text.observe(_update, names="value")
-    dropdown.observe(_update, names="value")
-    _update()
-    root = widgets.VBox([box_text, dropdown, readout])
-    root.add_class("course-tokenizer")
-    return root
+    return live_widget([box_text, dropdown, readout], "course-tokenizer", [box_text, dropdown], _update)
 
 
 def plot_pruning(history):

@@ -10,6 +10,7 @@ import ipywidgets as widgets
 import torch
 
 from course_utils.softmax import softmax
+from course_utils.viz.scaffold import live_widget, readout_area
 
 
 def softmax_gap_readout(gap: float) -> str:
@@ -22,13 +23,9 @@ def softmax_gap_slider(initial: float = 2.0) -> widgets.VBox:
     """A slider over the gap between two logits with a live readout of their softmax."""
     slider = widgets.FloatSlider(value=initial, min=-10.0, max=10.0, step=0.1, description="logit gap")
     slider.add_class("course-welcome-slider")
-    readout = widgets.HTML(value=softmax_gap_readout(initial))
-    readout.add_class("course-readout")
+    readout = readout_area()
 
-    def _update(change) -> None:
-        readout.value = softmax_gap_readout(change["new"])
+    def _update() -> None:
+        readout.value = softmax_gap_readout(slider.value)
 
-    slider.observe(_update, names="value")
-    box = widgets.VBox([slider, readout])
-    box.add_class("course-welcome")
-    return box
+    return live_widget([slider, readout], "course-welcome", [slider], _update)
