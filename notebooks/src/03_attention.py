@@ -1,0 +1,457 @@
+# ---
+# jupyter:
+#   course:
+#     exercises:
+#       attention_head:
+#         difficulty: 2
+#         minutes: 15
+#         points: 3
+#       attention_scores:
+#         difficulty: 1
+#         minutes: 5
+#         points: 1
+#       sdp_attention:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: course,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Queries, keys, values and scaled dot-product attention
+#
+# After notebook 02 each position holds one vector: what the token is, plus where it sits. Each
+# vector still knows nothing about its neighbours. Attention is the step that lets positions read
+# from each other, and it is the only place in a transformer where they do.
+#
+# In this notebook you will:
+#
+# 1. turn each token vector into a **query**, a **key** and a **value** with three matrices;
+# 2. follow a three-token example by hand: scores, the $\sqrt{d_k}$ scale, softmax, weighted values;
+# 3. write attention scores and scaled dot-product attention yourself;
+# 4. measure *why* the scores are divided by $\sqrt{d_k}$, and watch softmax saturate with a slider;
+# 5. see why queries and keys need different matrices, and how cross-attention differs from self-attention;
+# 6. package one attention head as a PyTorch module, and count what its value/output matrices save.
+
+# %% [markdown]
+# ## 1 · Set up
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+from course_utils.device import describe_device, pick_device, seed_everything
+
+seed_everything(0)
+device = pick_device()
+print("computing on", describe_device(device))  # this machine's device: the tests mask it
+
+# %% [markdown]
+# ## 2 · Three roles for every token
+#
+# Each row $x$ of the input is multiplied by three learned matrices, each `d_model × d_k`:
+#
+# * the **query** $q = x W_Q$: what this position is looking for;
+# * the **key** $k = x W_K$: what this position offers to others who look;
+# * the **value** $v = x W_V$: what this position hands over when someone attends to it.
+#
+# **Names.** $d_k$ is the width of the queries and keys, the name the original paper uses; the values'
+# width is $d_v$. In this course's code and exercises, as in interpretability libraries, both are called
+# `d_head`, the width of one attention head: `d_k`, `d_v` and `d_head` are the same number here.
+#
+# A tiny example: three tokens *the cat sat*, `d_model = 4`, `d_k = 2`, with small integer weights
+# chosen so you can follow every number.
+
+# %%
+tokens = ["the", "cat", "sat"]
+X = torch.tensor([[1, 0, 1, 0],
+                  [0, 2, 0, 2],
+                  [1, 1, 1, 1]], dtype=torch.float64)          # (pos, d_model)
+W_Q = torch.tensor([[1, 0], [0, 1], [1, 0], [0, 1]], dtype=torch.float64)   # (d_model, d_k)
+W_K = torch.tensor([[0, 1], [1, 0], [0, 1], [1, 0]], dtype=torch.float64)
+W_V = torch.tensor([[1, 0], [0, 1], [0, 0], [0, 0]], dtype=torch.float64)
+Q, K, V = X @ W_Q, X @ W_K, X @ W_V                                       # each (pos, d_k)
+print(f"{'token':>5}  {'x':>14}  {'q':>8}  {'k':>8}  {'v':>8}")
+for t, x, q, k, v in zip(tokens, X.int().tolist(), Q.int().tolist(), K.int().tolist(), V.int().tolist()):
+    print(f"{t:>5}  {str(x):>14}  {str(q):>8}  {str(k):>8}  {str(v):>8}")
+
+# %% [markdown]
+# ## 3 · Attention, step by step, for the query of *cat*
+#
+# 1. **Score** every key against the query: the dot product $q \cdot k_j$.
+# 2. **Scale** by $1/\sqrt{d_k}$ (section 4 says why).
+# 3. **Softmax** the scaled scores into weights that are positive and sum to 1.
+# 4. **Mix** the values: the output is $\sum_j w_j v_j$, a weighted average of the value rows.
+
+# %%
+q_cat = Q[1]
+d_k = Q.shape[-1]
+raw = K @ q_cat                                    # (k_pos,)
+scaled = raw / math.sqrt(d_k)
+weights = torch.softmax(scaled, dim=-1)
+print(f"query of cat: {q_cat.tolist()},  d_k = {d_k},  sqrt(d_k) = {math.sqrt(d_k):.3f}")
+print(f"{'key':>5} {'k':>11} {'q·k':>5} {'÷√d_k':>7} {'weight':>7}   weighted value")
+for t, k, r, s, w, v in zip(tokens, K.int().tolist(), raw.tolist(), scaled.tolist(), weights.tolist(), V):
+    print(f"{t:>5} {str(k):>11} {r:5.0f} {s:7.2f} {w:7.3f}   {[round(x, 3) for x in (w * v).tolist()]}")
+out_cat = weights @ V
+print("output for cat:", [round(x, 3) for x in out_cat.tolist()])
+
+# %% [markdown]
+# Where the weights come from: exponentiate the scaled scores and divide by their total (the cell
+# below). The score of *the* and *sat* is exactly $8/\sqrt 2 = 5.657\ldots$; the table above shows it
+# rounded to 5.66. Exponentiating the rounded number gives a slightly larger result than exponentiating
+# the exact one, because rounding added about 0.003 to the exponent and $e^{x + 0.003} = e^x \times
+# e^{0.003}$, about 0.3% more. Both are printed; the weights agree to three decimals either way. The
+# same goes for *cat*'s weighted value: its exact weight times its value 2 rounds to 0.003, while the
+# weight rounded first (0.002) times 2 is 0.004, which is what you get working by hand.
+#
+# *The* and *sat* share almost all of the weight and *cat* keeps a sliver for itself, even though it is
+# the query's own token: its key points in a different direction from its query, which is only
+# possible because $W_Q \ne W_K$ (section 5).
+
+# %%
+exact = scaled[0].item()                          # 8 / sqrt(2), unrounded
+for label, s in (("exact score", exact), ("score rounded to 2 decimals", round(exact, 2))):
+    e = math.exp(s)
+    print(f"{label:>27}: e^{s:.4f} = {e:.1f},  total = {e:.1f} + 1.0 + {e:.1f} = {2 * e + 1:.1f},  "
+          f"weights {e / (2 * e + 1):.3f} and {1 / (2 * e + 1):.3f}")
+cat_weight, cat_value = weights[1].item(), V[1, 1].item()
+print(f"cat's weighted value: exact weight {cat_weight:.5f} × {cat_value:.0f} = {cat_weight * cat_value:.5f} -> {cat_weight * cat_value:.3f};"
+      f"  rounded weight {round(cat_weight, 3)} × {cat_value:.0f} = {round(cat_weight, 3) * cat_value:.3f}")
+
+# %% [markdown]
+# All queries at once is a pair of matrix products: $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$.
+# `course_utils.attention` has the readable version, and its row for *cat* matches the hand computation.
+
+# %%
+from course_utils import attention  # the reference implementations
+from course_utils.attention import attention_pattern, scaled_dot_product_attention
+from course_utils.viz.attention import plot_pattern
+
+pattern = attention_pattern(Q, K)
+print("scores (÷√d_k):\n", attention.attention_scores(Q, K).round(decimals=2))
+print("output:\n", scaled_dot_product_attention(Q, K, V).round(decimals=3))
+fig, ax = plt.subplots(figsize=(3.6, 3.2))
+plot_pattern(ax, pattern, tokens, "attention pattern")
+plt.show()
+
+
+# %% [markdown]
+# ### Exercise: attention scores (1 point, difficulty 1/3, about 5 min)
+#
+# Write `attention_scores(q, k)` for `q` of shape `(..., q_pos, d_head)` and `k` of shape
+# `(..., k_pos, d_head)`: return $q k^\top / \sqrt{d_\text{head}}$ (here $d_\text{head} = d_k$). The
+# form the check requires: shape `(..., q_pos, k_pos)`, **one row per query** and one column per key.
+# Leading (batch, head) dimensions must work too, so transpose only the last two dimensions.
+
+# %%
+def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    # BEGIN SOLUTION
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.attention import check_attention_scores
+from course_utils.checks import hint
+
+check_attention_scores(attention_scores)
+
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("attention_scores")` gives a nudge, `hint("attention_scores", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# ### Exercise: scaled dot-product attention (2 points, difficulty 2/3, about 10 min)
+#
+# Write `sdp_attention(q, k, v)` (no mask yet; masks come in notebook 04): the softmax of the scaled
+# scores over the **keys** (the last dimension, so each query's weights sum to 1), then a weighted sum
+# of the value rows. `v` has shape `(..., k_pos, d_v)` and the result `(..., q_pos, d_v)`. Use
+# `torch.softmax` or the course's `softmax`.
+
+# %%
+def sdp_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    # BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return torch.softmax(scores, dim=-1) @ v
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.attention import check_sdp_attention
+
+check_sdp_attention(sdp_attention)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("sdp_attention")` gives a nudge, `hint("sdp_attention", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# ### The same thing, fused
+#
+# PyTorch ships the whole operation as one function,
+# `torch.nn.functional.scaled_dot_product_attention`, which picks a fused kernel (on a GPU,
+# FlashAttention-style kernels never build the full `q_pos × k_pos` matrix). The course's function
+# calls it with `impl="fused"`; the course's tests check that both paths agree in float32 and
+# float64, with and without masks. On this random batch of 12 heads:
+
+# %%
+gen = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(2, 12, 64, 64, generator=gen).to(device) for _ in range(3))   # (batch, head, pos, d_head)
+reference = scaled_dot_product_attention(q, k, v)
+fused = scaled_dot_product_attention(q, k, v, impl="fused")
+print("shapes:", tuple(reference.shape), " agree within float32 tolerance:", torch.allclose(reference, fused, atol=1e-5, rtol=1e-4))
+
+# %% [markdown]
+# ## 4 · Why divide by √d_k?
+#
+# If the entries of $q$ and $k$ are independent with mean 0 and variance 1, then $q \cdot k$ is a sum
+# of $d_k$ products that each have variance 1, so its variance is $d_k$ and its typical size (standard deviation)
+# $\sqrt{d_k}$. Measured on every pair of a few hundred random queries and keys (the cell prints how many):
+
+# %%
+from course_utils.attention import random_scores
+
+n_queries = n_keys = 300
+print(f"{n_queries * n_keys:,} random (query, key) pairs for each d_k")
+print(f"{'d_k':>5} {'var(q·k)':>10} {'var(q·k / √d_k)':>17}")
+for d in (1, 4, 16, 64, 256, 1024):
+    raw_var = random_scores(n_queries, n_keys, d, scaled=False, seed=1).var().item()
+    scaled_var = random_scores(n_queries, n_keys, d, scaled=True, seed=1).var().item()
+    print(f"{d:5d} {raw_var:10.1f} {scaled_var:17.3f}")
+
+# %% [markdown]
+# Large scores are bad news for softmax because it exponentiates them: differences turn into
+# *ratios*. At `d_k = 64` a raw score's standard deviation is $\sqrt{64}$; take two raw scores, one
+# two standard deviations above zero and one a single standard deviation above (the cell prints them):
+
+# %%
+from course_utils.softmax import softmax
+
+d = 64
+sd = math.sqrt(d)                                  # typical size of an unscaled score at d_k = 64
+high, low = 2 * sd, sd
+pair = torch.tensor([high, low], dtype=torch.float64)
+print(f"d_k = {d}: scores {high:.0f} and {low:.0f};  e^{high:.0f} = {math.exp(high):,.0f},  e^{low:.0f} = {math.exp(low):,.0f},"
+      f"  ratio e^{high - low:.0f} = {math.exp(high - low):,.0f} : 1")
+print(f"softmax([{high:.0f}, {low:.0f}]) puts {100 * softmax(pair)[0].item():.2f}% of the weight on the first key")
+pair_scaled = pair / sd
+print(f"divided by sqrt({d}) = {sd:.0f} they become {pair_scaled.tolist()}: e^{pair_scaled[0]:.0f} = {math.exp(pair_scaled[0]):.2f} vs "
+      f"e^{pair_scaled[1]:.0f} = {math.exp(pair_scaled[1]):.2f}, weights {[round(w, 3) for w in softmax(pair_scaled).tolist()]}")
+print(f"GPT-3's heads have d_k = 128, so it divides by sqrt(128) = {math.sqrt(128):.1f}")
+
+# %% [markdown]
+# When nearly all the weight sits on one key, the softmax is **saturated**: its gradient with respect
+# to the scores is nearly zero, so the query and key matrices barely learn.
+#
+# To measure how spread out a row of weights $w_1, \dots, w_n$ is, use its **entropy**,
+# $H = -\sum_j w_j \ln w_j$ (with $0 \ln 0 = 0$). With the natural logarithm its unit is the **nat**.
+# It is 0 when one key takes all the weight, and largest, $\ln n$, when the weights are uniform; $e^H$
+# reads as "the number of keys this query effectively attends to". (`course_utils.attention.pattern_entropy`
+# computes it.)
+#
+# The plot measures both on random unit-variance queries and keys over 8 keys: the mean largest weight,
+# and the mean entropy ($\ln 8$, printed below, for a uniform row). Unscaled, attention hardens as
+# `d_k` grows; scaled, it stays put.
+
+# %%
+from course_utils.attention import saturation_stats
+from course_utils.viz.attention import plot_saturation
+
+d_ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+with_scale = [saturation_stats(8, d, scaled=True) for d in d_ks]
+without_scale = [saturation_stats(8, d, scaled=False) for d in d_ks]
+for d, s, u in zip(d_ks, with_scale, without_scale):
+    if d in (1, 64, 1024):
+        print(f"d_k = {d:4d}: max weight {s['max_weight']:.3f} scaled vs {u['max_weight']:.3f} unscaled; "
+              f"entropy {s['entropy']:.3f} vs {u['entropy']:.3f} nats")
+print(f"entropy of a uniform row over 8 keys: log 8 = {torch.tensor(8.0).log().item():.3f} nats")
+fig = plot_saturation(d_ks, with_scale, without_scale, n_keys=8)
+plt.show()
+
+# %% [markdown]
+# Try it: the slider sets `d_k` for random queries and keys of a short sentence, and the two heatmaps
+# show the same scores with and without the scale. Push `d_k` towards 512 and watch the unscaled
+# pattern turn into one dark cell per row.
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: a widget draws into an Output area, which nbval cannot follow.
+from course_utils.viz.attention import dk_saturation_viewer
+
+dk_saturation_viewer("the cat sat on the mat".split(), d_k=64)
+
+# %% [markdown]
+# ## 5 · Why three matrices?
+#
+# Suppose a model used one matrix for both roles, $W_Q = W_K = W$. Then the score of $i$ looking at $j$
+# is $x_i W W^\top x_j^\top$, exactly the score of $j$ looking at $i$: the score matrix is symmetric, and
+# a token's match with itself, $\lVert x_i W\rVert^2$, is hard to beat. Language is not symmetric (a
+# pronoun looks for its noun; the noun is not looking for the pronoun). With random inputs and weights:
+
+# %%
+X_rand = torch.randn(5, 8, dtype=torch.float64)             # 5 tokens, d_model = 8
+W_a, W_b = torch.randn(8, 2, dtype=torch.float64), torch.randn(8, 2, dtype=torch.float64)
+shared = attention.attention_scores(X_rand @ W_a, X_rand @ W_a)        # W_K = W_Q
+separate = attention.attention_scores(X_rand @ W_a, X_rand @ W_b)      # W_K != W_Q
+print("W_K = W_Q:  scores symmetric:", torch.allclose(shared, shared.T))
+print("W_K != W_Q: scores symmetric:", torch.allclose(separate, separate.T))
+
+# %% [markdown]
+# (The hand-picked matrices of the worked example happen to give symmetric *scores*, because their
+# product $W_Q W_K^\top$ is itself a symmetric matrix; random ones almost never do.) What the worked
+# example does show is the self-match: replace $W_K$ by $W_Q$ and look at *cat*'s weights again.
+
+# %%
+print("W_Q W_K^T symmetric in the worked example:", torch.equal(W_Q @ W_K.T, (W_Q @ W_K.T).T))
+print("cat's weights with W_K = W_Q:", [round(w, 3) for w in attention_pattern(X @ W_Q, X @ W_Q)[1].tolist()],
+      " (with the real W_K:", [round(w, 3) for w in pattern[1].tolist()], ")")
+
+# %% [markdown]
+# With a shared matrix, *cat* now attends mostly to itself. Separate $W_Q$ and $W_K$ let the question a
+# token asks differ from the description it offers; a separate $W_V$ lets what it passes on differ from
+# both.
+#
+# ## 6 · Self-attention and cross-attention
+#
+# Everything so far is **self**-attention: queries, keys and values all come from the same sequence.
+# In **cross**-attention the queries come from one sequence and the keys and values from another, as
+# in the original encoder–decoder transformer, where the text being written (decoder) looks up the
+# source sentence (encoder). The function is the same; only the inputs differ, and the pattern becomes
+# `target_pos × source_pos`.
+
+# %%
+d_model, d_head = 16, 4
+proj = {name: torch.randn(d_model, d_head, dtype=torch.float64) for name in ("W_Q", "W_K", "W_V")}
+source = torch.randn(5, d_model, dtype=torch.float64)        # e.g. 5 encoder positions
+target = torch.randn(2, d_model, dtype=torch.float64)        # 2 decoder positions written so far
+
+self_out = scaled_dot_product_attention(source @ proj["W_Q"], source @ proj["W_K"], source @ proj["W_V"])
+cross_pattern = attention_pattern(target @ proj["W_Q"], source @ proj["W_K"])
+cross_out = scaled_dot_product_attention(target @ proj["W_Q"], source @ proj["W_K"], source @ proj["W_V"])
+print("self-attention:  pattern", tuple(attention_pattern(source @ proj["W_Q"], source @ proj["W_K"]).shape), " output", tuple(self_out.shape))
+print("cross-attention: pattern", tuple(cross_pattern.shape), " output", tuple(cross_out.shape),
+      " rows sum to", cross_pattern.sum(-1).tolist())
+
+# %% [markdown]
+# ## 7 · One attention head as a module
+#
+# ### Exercise: one attention head as a module (3 points, difficulty 2/3, about 15 min)
+#
+# Package the whole head as an `nn.Module`. `AttentionHead(d_model, d_head)` holds four parameters:
+# `W_Q`, `W_K`, `W_V` of shape `(d_model, d_head)` and `W_O` of shape `(d_head, d_model)`. Its
+# `forward(x)` takes `x` of shape `(..., pos, d_model)`, computes queries, keys and values, runs
+# scaled dot-product attention, and multiplies the result by `W_O`, returning `(..., pos, d_model)`:
+# the change this head proposes for every position of the **residual stream**. (The residual stream is
+# the running `d_model`-wide vector at each position, introduced in notebook 00: it starts as token plus
+# position embedding, and every attention head and MLP reads it and *adds* its output to it rather than
+# replacing it.) The check builds your module and copies its own seeded weights into these four
+# parameters, so initialise them any way you like, e.g. `torch.randn(...) * 0.02`.
+#
+# **Weight convention.** Inputs are rows, so a query is `x @ W_Q` with `W_Q` of shape
+# `(d_model, d_head)`, the way interpretability code stores weights (PyTorch's `nn.Linear` stores the
+# transpose). The head here is *one* head: notebook 05 keeps all heads' query matrices in one tensor
+# `W_Q` of shape `(n_heads, d_model, d_head)`, and this exercise's `W_Q` is its slice `W_Q[h]` for one
+# head `h`; likewise `W_K`, `W_V` and `W_O` (`W_O[h]` of shape `(d_head, d_model)`). The convention
+# does not change from 03 to 05.
+
+# %%
+from torch import nn
+
+
+class AttentionHead(nn.Module):
+    def __init__(self, d_model: int, d_head: int):
+        super().__init__()
+        # BEGIN SOLUTION
+        self.W_Q = nn.Parameter(torch.randn(d_model, d_head) * 0.02)
+        self.W_K = nn.Parameter(torch.randn(d_model, d_head) * 0.02)
+        self.W_V = nn.Parameter(torch.randn(d_model, d_head) * 0.02)
+        self.W_O = nn.Parameter(torch.randn(d_head, d_model) * 0.02)
+        # END SOLUTION
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # BEGIN SOLUTION
+        q, k, v = x @ self.W_Q, x @ self.W_K, x @ self.W_V
+        weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+        return weights @ v @ self.W_O
+        # END SOLUTION
+
+
+# %%
+from course_utils.checks.attention import check_attention_head
+
+check_attention_head(AttentionHead)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("attention_head")` gives a nudge, `hint("attention_head", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# From here on the course uses its reference head, `course_utils.attention.AttentionHead`. PyTorch's
+# own `nn.MultiheadAttention` with a single head computes the same thing (the course's tests compare
+# them); it stores the transposed matrices, stacked into one `in_proj_weight`. The cell also stacks
+# three heads' `W_Q` into the `(n_heads, d_model, d_head)` tensor of notebook 05 and checks that slice
+# `h` gives head `h`'s queries.
+
+# %%
+from course_utils.attention import AttentionHead as ReferenceHead
+
+head = ReferenceHead(d_model=64, d_head=16).to(device)
+x = torch.randn(2, 10, 64, device=device)                 # (batch, pos, d_model)
+print("output shape:", tuple(head(x).shape))
+print("parameters:", {name: tuple(p.shape) for name, p in head.named_parameters()})
+heads = [ReferenceHead(d_model=64, d_head=16).to(device) for _ in range(3)]
+W_Q_all = torch.stack([h.W_Q for h in heads])            # (n_heads, d_model, d_head), as in notebook 05
+q_all = torch.einsum("bpm,hmd->bhpd", x, W_Q_all)          # (batch, n_heads, pos, d_head)
+print("W_Q of all heads:", tuple(W_Q_all.shape), "; slice h gives head h's queries:",
+      all(torch.allclose(q_all[:, i], x @ heads[i].W_Q, atol=1e-6) for i in range(3)))
+
+# %% [markdown]
+# ## 8 · Values and outputs: a low-rank map
+#
+# $W_V$ followed by $W_O$ maps a `d_model` vector down to `d_head` numbers and back up. Together they act
+# like one `d_model × d_model` matrix $W_V W_O$, but one whose rank is at most `d_head`: a **low-rank
+# factorisation**. A small head shows the rank limit:
+
+# %%
+small = ReferenceHead(d_model=64, d_head=16)
+W_VO = (small.W_V @ small.W_O).detach()                   # (d_model, d_model)
+print("W_V W_O is", tuple(W_VO.shape), "with rank", torch.linalg.matrix_rank(W_VO).item())
+
+# %% [markdown]
+# Why bother? Count GPT-3's numbers (`d_model = 12,288`, `d_head = 128`). Building the head on
+# PyTorch's **meta** device allocates no memory, so even the full-size head is free to create and
+# count:
+
+# %%
+with torch.device("meta"):
+    gpt3_head = ReferenceHead(d_model=12288, d_head=128)
+head_params = sum(p.numel() for p in gpt3_head.parameters())
+square_value_map = 12288 * 12288
+thin_pair = gpt3_head.W_V.numel() + gpt3_head.W_O.numel()
+print(f"one GPT-3 head (W_Q, W_K, W_V, W_O):        {head_params:>13,}")
+print(f"  of which W_V and W_O (the two thin ones): {thin_pair:>13,}")
+print(f"a square 12,288 × 12,288 value map:         {square_value_map:>13,}")
+print(f"square map / whole head = {square_value_map // head_params}×,  square map / thin pair = {square_value_map // thin_pair}×")
+
+# %% [markdown]
+# ## Summary
+#
+# * Each position emits a query, a key and a value through three learned matrices.
+# * Scores are query–key dot products, divided by $\sqrt{d_k}$ so that their spread does not grow with
+#   $d_k$; softmax over the keys turns each row into weights; the output is the weighted average of
+#   the values.
+# * Separate $W_Q$ and $W_K$ make attention directional; cross-attention takes keys and values from
+#   another sequence.
+# * A head writes back through $W_O$; $W_V W_O$ is a low-rank stand-in for a huge square matrix.
+#
+# Next, **04 · masking, softmax and temperature** stops positions from reading the future.

@@ -1,0 +1,594 @@
+# ---
+# jupyter:
+#   course:
+#     exercises:
+#       angle_deviation_summary:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
+#       feature_dimensionality:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
+#       gelu_tanh:
+#         difficulty: 1
+#         minutes: 5
+#         points: 1
+#       importance_weighted_loss:
+#         difficulty: 1
+#         minutes: 5
+#         points: 1
+#       mlp_with_residual:
+#         difficulty: 1
+#         minutes: 8
+#         points: 2
+#       toy_model_forward:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
+#       welch_bound:
+#         difficulty: 1
+#         minutes: 5
+#         points: 1
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: course,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 · The MLP and superposition
+#
+# Attention moves information between positions. The other half of every block, the **MLP**, never
+# looks sideways: it takes one position's vector, widens it, bends it through a nonlinearity, narrows
+# it again and adds the result back to the residual stream. It holds most of a block's weights and,
+# as far as anyone can tell, much of what a model *knows*. In this notebook you will
+#
+# 1. write the position-wise MLP with its residual, and the tanh-approximate GELU that GPT-2 uses
+#    (exercises), and see that changing one position's input changes only that position's output;
+# 2. build one neuron that acts as an AND gate ("Michael" *and* "Jordan" → add "basketball");
+# 3. count where a block's weights sit (about two-thirds in the MLP);
+# 4. measure how close to perpendicular random directions are in high dimensions, the geometry that
+#    lets a model store more features than it has dimensions, and compare with the Welch bound
+#    (exercises);
+# 5. train Anthropic's toy model of superposition, many instances at once, and watch features pile
+#    into fewer dimensions as they get sparser: the pentagon, feature dimensionality (exercises);
+# 6. pull the hidden features back out with a small sparse autoencoder.
+
+# %% [markdown]
+# ## 1 · Set up
+
+# %%
+import math
+
+import torch
+from torch import nn
+
+from course_utils import mlp, superposition, toy_models
+from course_utils.device import describe_device, pick_device, seed_everything
+
+seed_everything(0)
+device = pick_device()
+print("computing on", describe_device(device))  # this machine's device: the tests mask it
+
+# %% [markdown]
+# ## 2 · The position-wise MLP
+#
+# For each position's vector $x$ (a row of width $d_\text{model}$) the MLP computes
+#
+# $$\text{MLP}(x) = \sigma(x W_\text{in} + b_\text{in})\, W_\text{out} + b_\text{out}, \qquad x \leftarrow x + \text{MLP}(x)$$
+#
+# with $W_\text{in}$ of shape $(d_\text{model}, d_\text{mlp})$ (the up-projection), an elementwise
+# nonlinearity $\sigma$, and $W_\text{out}$ of shape $(d_\text{mlp}, d_\text{model})$ (the
+# down-projection). The $d_\text{mlp}$ intermediate values are the **neurons**; in GPT-style models
+# $d_\text{mlp} = 4\, d_\text{model}$:
+
+# %%
+for name, d_model in [("base Transformer", 512), ("GPT-2 small", 768), ("GPT-3", 12_288)]:
+    with torch.device("meta"):  # shapes only: no memory, no arithmetic
+        d_mlp = mlp.MLP(d_model).d_mlp
+    print(f"{name:<17} d_model = {d_model:>6,}  ->  d_mlp = {d_mlp:>6,} neurons")
+
+# %% [markdown]
+# The same two matrices are applied to every position, and nothing in the formula refers to any
+# other position. So changing one token's vector can change only that token's output. The course's
+# `mlp.MLP` module (GPT-2's initialisation: weights with standard deviation 0.02, zero biases) on a
+# batch of 2 sequences of 5 positions, before and after nudging position 3 of the second sequence:
+
+# %%
+torch.manual_seed(0)
+block_mlp = mlp.MLP(d_model=16).double()
+x = torch.randn(2, 5, 16, dtype=torch.float64)  # (batch, pos, d_model)
+x_nudged = x.clone()
+x_nudged[1, 3] += 1.0
+changed = (block_mlp(x_nudged) - block_mlp(x)).abs().amax(dim=-1) > 0  # (batch, pos)
+print(block_mlp)
+print("outputs that changed (batch x pos):")
+print(changed.int())
+
+
+# %% [markdown]
+# Only one output moved. Attention is the only place where positions talk to each other.
+#
+# ### Exercise: the MLP with its residual (2 points, difficulty 1/3, about 8 min)
+#
+# Write `mlp_with_residual(x, W_in, b_in, W_out, b_out)` for `x` of shape `(batch, pos, d_model)`,
+# `W_in` of shape `(d_model, d_mlp)` and `W_out` of shape `(d_mlp, d_model)` (the layout above: row
+# vectors times matrices). Return the residual stream **after** the block has added its change, using
+# the **tanh-approximate** GELU as $\sigma$. You may use `torch.nn.functional.gelu(h, approximate="tanh")`
+# or the course's `mlp.gelu_tanh`.
+
+# %%
+def mlp_with_residual(x, W_in, b_in, W_out, b_out):
+    # BEGIN SOLUTION
+    hidden = mlp.gelu_tanh(x @ W_in + b_in)  # (batch, pos, d_mlp)
+    return x + hidden @ W_out + b_out  # (batch, pos, d_model)
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.mlp_superposition import (check_angle_deviation_summary, check_feature_dimensionality,
+                                                   check_gelu_tanh, check_importance_weighted_loss,
+                                                   check_mlp_with_residual, check_toy_model_forward, check_welch_bound)
+
+check_mlp_with_residual(mlp_with_residual)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("mlp_with_residual")` for a nudge, or `hint("mlp_with_residual", 2)` for a stronger one.
+
+# %% [markdown]
+# ## 3 · ReLU, GELU and GPT-2's tanh GELU
+#
+# ReLU is $\max(0, x)$: negative in, zero out. GELU is a smooth version, $x\,\Phi(x)$ with $\Phi$ the
+# standard normal CDF: a negative input is not cut off at once but fades out. GPT-2's released code
+# (and so GPT-3) computes GELU through a cheaper tanh formula,
+#
+# $$\text{GELU}_\text{tanh}(x) = \tfrac12\, x \left(1 + \tanh\!\left(\sqrt{2/\pi}\,(x + c\,x^3)\right)\right)$$
+#
+# with the constant $c$ printed below. How far apart are the two GELUs, and does the course's code
+# agree with PyTorch's own modules?
+
+# %%
+xs = torch.linspace(-6, 6, 120_001, dtype=torch.float64)
+gap = mlp.gelu_exact(xs) - mlp.gelu_tanh(xs)
+worst = int(gap.abs().argmax())
+print("constant c in the tanh formula:", 0.044715)
+print(f"largest |exact - tanh| on [-6, 6]: {gap.abs().max().item():.2e} at x = {xs[worst].item():+.3f}")
+print("gelu_exact == nn.GELU():                    ", torch.allclose(mlp.gelu_exact(xs), nn.GELU()(xs), atol=1e-12))
+print("gelu_tanh  == nn.GELU(approximate='tanh'):  ", torch.allclose(mlp.gelu_tanh(xs), nn.GELU(approximate="tanh")(xs), atol=1e-12))
+
+# %%
+from course_utils.viz import mlp_superposition as viz
+
+curves = {"ReLU": mlp.relu(xs), "GELU (exact, erf)": mlp.gelu_exact(xs), "GELU (tanh)": mlp.gelu_tanh(xs)}
+fig = viz.plot_activations(xs, curves, gap)
+
+
+# %% [markdown]
+# The two curves differ by less than a thousandth, too little to see, and the course's code matches
+# both PyTorch modules. Nothing later depends on which one a model uses, but a checkpoint should be
+# run with the one it was trained with.
+#
+# ### Exercise: tanh-approximate GELU (1 point, difficulty 1/3, about 5 min)
+#
+# Write `gelu_tanh(x)` for a tensor `x` of any shape, elementwise, with the formula above (not the
+# exact erf form, and without calling `F.gelu` if you want the practice; the check accepts it either way).
+
+# %%
+def gelu_tanh(x):
+    # BEGIN SOLUTION
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    # END SOLUTION
+
+
+# %%
+check_gelu_tanh(gelu_tanh)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("gelu_tanh")` for a nudge, or `hint("gelu_tanh", 2)` for a stronger one.
+
+# %% [markdown]
+# ## 4 · What one neuron can do
+#
+# Read $x W_\text{in}$ column by column: neuron $i$ holds the dot product of $x$ with column $i$ of
+# $W_\text{in}$, so each column is a question asked of the token. Suppose one column is the sum of a
+# "Michael" direction and a "Jordan" direction, and its bias is $-1$. A vector that encodes both
+# names gives a dot product near 2, a vector with only one of them near 1, so the pre-activation is
+# near 1 for "Michael Jordan" and near 0 for "Michael Phelps" and "Alexis Jordan". The ReLU keeps only
+# the first: the neuron is an AND gate. The matching **row** of $W_\text{out}$ is what the neuron
+# writes when it fires; let it be a "basketball" direction.
+#
+# The directions here are random unit vectors in GPT-3's width, so they are only *nearly*
+# perpendicular (section 5 measures how nearly); the table is computed with `mlp.mlp_forward` on that
+# one-neuron MLP:
+
+# %%
+names = ["Michael", "Jordan", "Phelps", "Alexis", "basketball"]
+direction = dict(zip(names, superposition.random_unit_vectors(len(names), 12_288, seed=6).double()))
+W_in = (direction["Michael"] + direction["Jordan"])[:, None]  # (d_model, 1): one neuron
+b_in = torch.tensor([-1.0], dtype=torch.float64)
+W_out = direction["basketball"][None, :]  # (1, d_model)
+print(f"{'input':<15} {'dot with row':>12} {'+ bias':>7} {'pre-act':>8} {'ReLU':>6} {'adds basketball x':>18}")
+for first, last in [("Michael", "Jordan"), ("Michael", "Phelps"), ("Alexis", "Jordan")]:
+    token = direction[first] + direction[last]
+    dot = (token @ W_in).item()
+    out = mlp.mlp_forward(token, W_in, b_in, W_out, None, activation="relu")
+    print(f"{first + ' ' + last:<15} {dot:>12.3f} {-1:>7} {dot - 1:>8.3f} {max(dot - 1, 0):>6.3f} {(out @ direction['basketball']).item():>18.3f}")
+
+# %% [markdown]
+# Rows of the table: the column of $W_\text{in}$ asks the question, the bias sets the threshold, the
+# ReLU makes the decision, and the row of $W_\text{out}$ is the payload. This is the **key–value
+# memory** reading of feed-forward layers (Geva et al.): each neuron's input weights act as a key that
+# matches a pattern in the residual stream, and its output weights as the value it then writes.
+#
+# ## 5 · Where a block's weights sit
+#
+# A block's attention has four $d_\text{model} \times d_\text{model}$ matrices ($W_Q, W_K, W_V, W_O$);
+# its MLP has two $d_\text{model} \times 4 d_\text{model}$ matrices. `block_weight_split` counts both,
+# checked here against real modules built on PyTorch's meta device (shapes only, no memory):
+
+# %%
+for name, d_model in [("base Transformer", 512), ("GPT-3", 12_288)]:
+    split = mlp.block_weight_split(d_model)
+    with torch.device("meta"):
+        attention_params = sum(p.numel() for p in nn.MultiheadAttention(d_model, 8, bias=False).parameters())
+        mlp_params = sum(p.numel() for p in mlp.MLP(d_model, bias=False).parameters())
+    assert (split["attention"], split["mlp"]) == (attention_params, mlp_params)
+    share = split["mlp"] / (split["attention"] + split["mlp"])
+    print(f"{name:<17} attention {split['attention']:>14,}   MLP {split['mlp']:>14,}   MLP share {share:.3f}")
+
+# %%
+with torch.device("meta"):
+    gpt3_mlp = mlp.MLP(12_288)
+per_layer_weights = gpt3_mlp.W_in.numel() + gpt3_mlp.W_out.numel()
+print(f"GPT-3 W_in: {gpt3_mlp.W_in.numel():,}   (W_out the same: {gpt3_mlp.W_out.numel():,})")
+print(f"weights per layer: {per_layer_weights:,};  over 96 layers: {96 * per_layer_weights:,}")
+print(f"biases per layer: {gpt3_mlp.b_in.numel() + gpt3_mlp.b_out.numel():,}")
+
+# %% [markdown]
+# Two-thirds of every block is MLP, because $2 \cdot 4 d^2 = 8 d^2$ against $4 d^2$. The biases are
+# a rounding error at this scale.
+#
+# ## 6 · Superposition: many more directions than dimensions
+#
+# The AND-gate story is too clean for real models: single neurons are usually **polysemantic**,
+# firing for several unrelated things. The leading explanation is geometric. Insist that features be
+# exactly perpendicular and $D$ dimensions hold exactly $D$ of them. Allow *nearly* perpendicular and
+# the number that fit grows exponentially with $D$ (the Johnson–Lindenstrauss lemma), and random
+# directions come nearly perpendicular for free.
+#
+# Measure it: 4,000 random unit vectors in 100, 1,000 and 12,288 dimensions, and the angle of every
+# pair. `superposition.pairwise_angle_stats` does the ~8 million pairs a block of rows at a time (a
+# `chunk_size × n` slice of the cosine matrix, never the whole matrix), on whatever device the
+# vectors are on, with a progress bar. "Typical" below means the **root-mean-square** deviation of the
+# angle from 90°; "worst" is the single pair farthest from 90°.
+
+# %%
+angle_stats = {}
+for d in (100, 1_000, 12_288):
+    vectors = superposition.random_unit_vectors(4_000, d, seed=0).to(device)
+    angle_stats[d] = superposition.pairwise_angle_stats(vectors, progress=True)
+del vectors
+
+# %%
+print(f"{angle_stats[100].n_vectors:,} vectors in each dimension")
+print(f"{'D':>6} {'pairs':>10} {'RMS dev':>8} {'1/sqrt(D)':>9} {'mean |dev|':>10} {'worst pair':>10} {'max |cos|':>9}")
+for d, s in angle_stats.items():
+    print(f"{d:>6,} {s.n_pairs:>10,} {s.rms_deviation_deg:>7.2f}° {math.degrees(1 / math.sqrt(d)):>8.2f}° "
+          f"{s.mean_abs_deviation_deg:>9.2f}° {s.max_deviation_deg:>9.2f}° {s.max_abs_cos:>9.4f}")
+
+# %%
+fig = viz.plot_angle_histograms(list(angle_stats.values()))
+
+
+# %% [markdown]
+# In 100 dimensions a typical pair is about 6° off perpendicular and the worst of the 8 million is
+# about 30° off; in GPT-3's width the typical pair is about half a degree off and the worst about 3°.
+# The RMS column tracks $1/\sqrt D$ radians: the dot product of two random unit vectors has mean 0 and
+# variance $1/D$, and near 90° the angle moves one-for-one with the cosine.
+#
+# ### Exercise: angle statistics of a batch of vectors (2 points, difficulty 2/3, about 10 min)
+#
+# Write `angle_deviation_summary(vectors)` for a tensor of shape `(n, d)` whose rows are **not
+# necessarily unit length**. Over every pair $i < j$ (each pair once, never a vector with itself),
+# compute the angle in **degrees** and its deviation from 90°, and return a tensor of two numbers:
+# `[RMS of the deviations, largest |deviation|]`. A single cosine matrix is fine here (small `n`).
+
+# %%
+def angle_deviation_summary(vectors):
+    # BEGIN SOLUTION
+    unit = vectors / vectors.norm(dim=1, keepdim=True)
+    cos = (unit @ unit.T).clamp(-1, 1)  # (n, n)
+    i, j = torch.triu_indices(len(unit), len(unit), offset=1)
+    deviation = torch.rad2deg(torch.arccos(cos[i, j])) - 90  # (n_pairs,)
+    return torch.stack([deviation.square().mean().sqrt(), deviation.abs().max()])
+    # END SOLUTION
+
+
+# %%
+check_angle_deviation_summary(angle_deviation_summary)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("angle_deviation_summary")` for a nudge, or `hint("angle_deviation_summary", 2)` for a stronger one.
+
+# %% [markdown]
+# ### The 1/√D law, fitted
+#
+# A sweep of dimensions (1,000 vectors each) and a least-squares line through
+# $\log(\text{RMS in radians})$ against $\log D$; the law predicts a slope of $-1/2$ and a factor of 1:
+
+# %%
+sweep_dims = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+sweep_rms = [math.radians(superposition.pairwise_angle_stats(superposition.random_unit_vectors(1_000, d, seed=1)).rms_deviation_deg)
+             for d in sweep_dims]
+c, k = superposition.fit_power_law(sweep_dims, sweep_rms)
+print(f"{1_000:,} vectors per dimension, D from {sweep_dims[0]} to {sweep_dims[-1]:,}")
+print(f"fit: RMS deviation = {c:.3f} * D^({k:.3f})  (theory: 1 * D^(-0.5))")
+
+# %%
+fig = viz.plot_power_law(sweep_dims, sweep_rms, (c, k))
+
+
+# %% [markdown]
+# ### How far can near-orthogonality go? The Welch bound
+#
+# Random directions are a free lunch for the *bulk* of the pairs, but not for all of them. For any
+# $N$ unit vectors in $D$ dimensions, however cleverly arranged, the largest $|\cos\theta|$ over the
+# pairs is at least
+#
+# $$\sqrt{\frac{N - D}{D\,(N - 1)}} \quad \text{when } N > D \qquad (\text{and } 0 \text{ when } N \le D\text{: an orthonormal set}).$$
+#
+# ### Exercise: the Welch bound (1 point, difficulty 1/3, about 5 min)
+#
+# Write `welch_bound(n, d)` returning that number (a float) for integers `n >= 2`, `d >= 1`.
+
+# %%
+def welch_bound(n, d):
+    # BEGIN SOLUTION
+    if n <= d:
+        return 0.0
+    return math.sqrt((n - d) / (d * (n - 1)))
+    # END SOLUTION
+
+
+# %%
+check_welch_bound(welch_bound)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("welch_bound")` for a nudge, or `hint("welch_bound", 2)` for a stronger one.
+
+# %% [markdown]
+# The bound beside what the random vectors reached (the reference `superposition.welch_bound`):
+
+# %%
+print(f"{'D':>6} {'Welch bound |cos|':>18} {'as an angle off 90°':>20} {'random: worst |cos|':>20}")
+for d, s in angle_stats.items():
+    bound = superposition.welch_bound(s.n_vectors, d)
+    print(f"{d:>6,} {bound:>18.4f} {math.degrees(math.asin(bound)):>19.2f}° {s.max_abs_cos:>20.4f}")
+
+
+# %% [markdown]
+# Two things to read off. Where there are more vectors than dimensions (D = 100 and 1,000 here),
+# the bound is close to $1/\sqrt D$: however the vectors are placed, some pair is at least about
+# $1/\sqrt D$ radians off perpendicular. And random placement is far from the best worst case (its
+# worst pair is several times the bound), yet its *typical* pair is already near that scale. In
+# GPT-3's width 4,000 vectors could even be exactly orthogonal (the bound is 0). Superposition is a
+# statement about the bulk of the pairs, not about every one of them.
+#
+# ## 7 · A toy model of superposition
+#
+# Does a trained network actually *use* this room? Elhage et al.'s toy model (Anthropic's "Toy Models
+# of Superposition", also the subject of an ARENA chapter) makes the question small enough to watch.
+# There are $n$ features, each zero with probability $S$ (the **sparsity**) and otherwise uniform on
+# $[0, 1]$. They must pass through $m < n$ hidden dimensions and come back:
+#
+# $$h = W x, \qquad x' = \text{ReLU}(W^\top h + b), \qquad L = \mathbb{E}_x \sum_i I_i\,(x_i - x'_i)^2$$
+#
+# with $W$ of shape $(m, n)$ (column $i$ is feature $i$'s direction $W_i$), a bias $b$, and an
+# importance $I_i$ per feature. Many instances, each with its own $W$, $b$, sparsity and
+# importance, train at once as one tensor: $W$ has shape `(inst, hidden, feat)` and a batch of
+# features has shape `(batch, inst, feat)`.
+#
+# ### Exercise: the toy model's forward pass (2 points, difficulty 2/3, about 10 min)
+#
+# Write `toy_model_forward(x, W, b_final)` for `x` of shape `(batch, inst, feat)`, `W` of shape
+# `(inst, hidden, feat)` and `b_final` of shape `(inst, feat)`, returning $x'$ of shape
+# `(batch, inst, feat)`. Instances must not mix.
+
+# %%
+def toy_model_forward(x, W, b_final):
+    # BEGIN SOLUTION
+    hidden = torch.einsum("ihf,bif->bih", W, x)  # (batch, inst, hidden)
+    return torch.relu(torch.einsum("ihf,bih->bif", W, hidden) + b_final)  # (batch, inst, feat)
+    # END SOLUTION
+
+
+# %%
+check_toy_model_forward(toy_model_forward)
+
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("toy_model_forward")` for a nudge, or `hint("toy_model_forward", 2)` for a stronger one.
+
+# %% [markdown]
+# ### Exercise: the importance-weighted loss (1 point, difficulty 1/3, about 5 min)
+#
+# Write `importance_weighted_loss(x, x_hat, importance)` for `x` and `x_hat` of shape
+# `(batch, inst, feat)` and `importance` of shape `(inst, feat)`: for each instance, the **mean over
+# the batch** of the **sum over features** of $I_i (x_i - x'_i)^2$. Return shape `(inst,)`.
+
+# %%
+def importance_weighted_loss(x, x_hat, importance):
+    # BEGIN SOLUTION
+    return (importance * (x - x_hat) ** 2).sum(dim=-1).mean(dim=0)
+    # END SOLUTION
+
+
+# %%
+check_importance_weighted_loss(importance_weighted_loss)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("importance_weighted_loss")` for a nudge, or `hint("importance_weighted_loss", 2)` for a stronger one.
+
+# %% [markdown]
+# ### From "keep m features" to superposition
+#
+# Twenty features through five hidden dimensions, importance $0.7^i$ (feature 0 matters most), one
+# instance per sparsity. `toy_models.train_sweep` builds them from a seed and trains them all in one
+# loop (Adam, the summed losses; instances never interact), using the reference forward and loss:
+
+# %%
+many_sparsity = [0.0, 0.7, 0.9, 0.97, 0.99, 0.997]
+many, many_losses = toy_models.train_sweep(20, 5, many_sparsity, importance=0.7 ** torch.arange(20.0), steps=1000, seed=0, progress=True)
+
+# %%
+many_W = many.W.detach()
+kept = (toy_models.feature_norms(many_W) > 0.5).sum(dim=-1)
+for s, count, loss in zip(many_sparsity, kept.tolist(), many_losses[-100:].mean(dim=0).tolist()):
+    print(f"sparsity {s:<6} features with norm > 0.5: {count:>2} of 20 (hidden dims: 5)   final loss {loss:.4f}")
+
+# %%
+fig = viz.plot_sparsity_grid(many_W, many.sparsity)
+
+# %% [markdown]
+# With dense features (left) the model keeps roughly the five most important features, each on its
+# own axis (a clean diagonal block in $W^\top W$), and drops the rest. As features get sparser, more
+# and more of them get a direction: far more than five, at the price of small overlaps (the
+# off-diagonal entries). The ReLU and a negative bias clean up that interference, which only matters
+# when two features are active at once, and that gets rarer the sparser they are.
+#
+# ### Five features in two dimensions
+#
+# The smallest case that can be drawn: 5 features, 2 hidden dimensions, equal importance, twelve
+# sparsities from dense to 99% zeros, trained side by side:
+
+# %%
+five_sparsity = (1 - torch.logspace(0, -2, 12)).tolist()
+five, five_losses = toy_models.train_sweep(5, 2, five_sparsity, steps=1000, seed=0, progress=True)
+
+# %%
+five_W = five.W.detach()
+sparsest = five_W[-1]  # (hidden=2, feat=5)
+angles = torch.rad2deg(torch.atan2(sparsest[1], sparsest[0])).sort().values
+gaps = torch.diff(torch.cat([angles, angles[:1] + 360]))
+print("sparsest instance: feature norms", [round(v, 2) for v in toy_models.feature_norms(sparsest).tolist()])
+print("angles between neighbouring features (degrees):", [round(g) for g in gaps.tolist()])
+
+# %%
+fig = viz.plot_features_2d(sparsest, f"S = {five_sparsity[-1]:.2f}: five features, a pentagon")
+
+
+# %% [markdown]
+# Five directions 72° apart: a regular pentagon. Each feature shares the plane with four others,
+# and the ReLU keeps a lone active feature readable.
+#
+# ### Exercise: feature dimensionality (2 points, difficulty 2/3, about 10 min)
+#
+# How much of a dimension does each feature get? Elhage et al. define
+#
+# $$D_i = \frac{\lVert W_i \rVert^2}{\sum_j (\hat W_i \cdot W_j)^2}, \qquad \hat W_i = W_i / \lVert W_i \rVert,$$
+#
+# where the sum runs over **all** $j$, including $j = i$. A feature alone in its direction gets 1;
+# two features pointing in opposite directions get 1/2 each; a pentagon's corners 2/5 each.
+# Write `feature_dimensionality(W)` for `W` of shape `(..., hidden, feat)` (features are the
+# **columns**, any leading instance axes), returning shape `(..., feat)`. No column will be zero.
+
+# %%
+def feature_dimensionality(W):
+    # BEGIN SOLUTION
+    norms = W.norm(dim=-2, keepdim=True)  # (..., 1, feat)
+    overlaps = ((W / norms).transpose(-1, -2) @ W).square().sum(dim=-1)  # (..., feat)
+    return norms.squeeze(-2) ** 2 / overlaps
+    # END SOLUTION
+
+
+# %%
+check_feature_dimensionality(feature_dimensionality)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("feature_dimensionality")` for a nudge, or `hint("feature_dimensionality", 2)` for a stronger one.
+
+# %% [markdown]
+# Every feature's $D_i$ in the five-in-two sweep against $1/(1 - S)$ (the average number of
+# inputs between two appearances of a feature), with the reference `toy_models.feature_dimensionality`:
+
+# %%
+five_dims = toy_models.feature_dimensionality(five_W)  # (inst, feat)
+per_feature = 2 / five_W.square().sum(dim=(-2, -1))  # m / ||W||_F^2: hidden dims per represented feature
+fig = viz.plot_dimensionality(five.sparsity, five_dims, per_feature)
+
+# %%
+for level, name in [(0.5, "1/2 (antipodal pairs)"), (0.4, "2/5 (pentagon)")]:
+    near = ((five_dims - level).abs() < 0.03).any(dim=-1) & ((five_dims - level).abs() < 0.03).sum(dim=-1).ge(4)
+    print(f"instances with at least 4 features at D = {name}: {int(near.sum())} of {len(five_sparsity)}")
+
+# %% [markdown]
+# The values do not drift smoothly: they stick to simple fractions. At moderate sparsity the model
+# stores four of the five features as two antipodal pairs (1/2 each; the fifth is dropped); at high
+# sparsity all five form the pentagon (2/5 each). Elhage et al. see the same "sticky" fractions,
+# with tetrahedra and other shapes, in models with hundreds of features.
+#
+# ### Sparsity explorer
+#
+# Slide through the twelve trained instances: $W^\top W$ and the feature directions are redrawn from
+# the stored weights (nothing is trained while you slide). Below it, a static picture of four of them
+# for readers without a running kernel.
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: a widget draws into an Output area, which nbval cannot follow.
+viz.sparsity_explorer(five)
+
+# %%
+fig = viz.plot_instances_2d(five_W, five.sparsity, [0, 4, 7, 11])
+
+# %% [markdown]
+# ## 8 · Getting the features back: a sparse autoencoder
+#
+# In a real model nobody hands us $W$. We see only the hidden activations $h$, and if features are
+# in superposition, no single hidden unit means one thing. A **sparse autoencoder** (SAE) learns an
+# overcomplete dictionary instead: many more latent directions than $h$ has dimensions, with an L1
+# penalty so that each $h$ is rebuilt from only a few of them. If the hidden space really is a sparse
+# sum of feature directions, the dictionary should line up with those directions.
+#
+# Here we know the truth, so we can score it: an SAE with 40 latents trained on the 5-dimensional
+# hidden activations of the 20-feature model at sparsity 0.99, and for each feature the model
+# represents, its best cosine with any dictionary direction:
+
+# %%
+from course_utils.sparse_autoencoder import SparseAutoencoder, hidden_activation_sampler, recovered_features, train_sparse_autoencoder
+
+instance = many_sparsity.index(0.99)
+true_W = many_W[instance]  # (hidden=5, feat=20)
+represented = toy_models.feature_norms(true_W) > 0.5
+sae = SparseAutoencoder(d_in=5, d_sae=40, seed=0)
+sae_losses = train_sparse_autoencoder(sae, hidden_activation_sampler(many, instance), steps=1000, batch_size=512, l1=0.1, seed=0, progress=True)
+
+# %%
+best, found = recovered_features(true_W.T[represented], sae.directions().detach(), threshold=0.9)
+_, found_by_chance = recovered_features(true_W.T[represented], torch.randn(40, 5, generator=torch.Generator().manual_seed(0)))
+print(f"true feature directions found by the SAE (cosine > 0.9): {int(found.sum())} of {int(represented.sum())}")
+print(f"the same count for 40 random directions: {int(found_by_chance.sum())}")
+print(f"worst best-cosine: {best.min().item():.3f}")
+
+# %%
+fig = viz.plot_sae_cosines(best, 0.9)
+
+# %% [markdown]
+# The SAE finds every superposed direction from the activations alone, more directions than there are
+# hidden dimensions. This is what interpretability research does on real models: train an SAE on
+# a layer's activations (usually the residual stream or the MLP's neurons), then read each latent
+# by the inputs that switch it on. The picture has moved on since (Anthropic's later circuit work
+# uses cross-layer transcoders, and how much SAEs help on downstream tasks is debated), but the
+# idea is the one you just ran: features are directions, sparse, and more numerous than the neurons.
+#
+# ## Next
+#
+# **07 · Mixture of experts**: if the MLP holds most of the knowledge, make many MLPs and let each
+# token use only a few of them.

@@ -1,0 +1,623 @@
+# ---
+# jupyter:
+#   course:
+#     exercises:
+#       dispatch_and_combine:
+#         difficulty: 2
+#         minutes: 15
+#         points: 3
+#       load_balancing_loss:
+#         difficulty: 2
+#         minutes: 12
+#         points: 3
+#       top_k_router:
+#         difficulty: 1
+#         minutes: 8
+#         points: 2
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: course,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · Mixture of experts
+#
+# A model that knows more needs more parameters, and when every parameter works on every token,
+# more parameters means more computation for every token, in training and for every answer
+# afterwards. A **mixture-of-experts** (MoE) layer cuts that link. In place of the block's one MLP
+# it holds $E$ MLPs, the *experts*, and a small *router* that sends each token through only $k$ of
+# them (often $k = 2$). What the layer stores grows with $E$; what it computes per token grows with $k$.
+#
+# In this notebook you will
+#
+# 1. build the router: a linear map to $E$ scores, a softmax, the top $k$, their weights rescaled to
+#    sum to 1 (exercise), and see that Mixtral's way of writing it gives the same numbers;
+# 2. send tokens to their experts efficiently, grouped by expert rather than one token at a time
+#    (exercise), and see what an expert's **capacity** does to the tokens that do not fit;
+# 3. check the whole layer against the `MixtralSparseMoeBlock` of Hugging Face `transformers`;
+# 4. write the **load-balancing loss** of the Switch Transformer (exercise) and the router z-loss;
+# 5. train a small MoE three ways (no balancing, the auxiliary loss, DeepSeek-V3's bias) and watch
+#    the load over training;
+# 6. count Mixtral 8x7B's parameters: two honest answers to "how big is it?".
+
+# %% [markdown]
+# ## 1 · Set up
+
+# %%
+import torch
+from torch import nn
+
+from course_utils import moe, moe_balancing, moe_experiment
+from course_utils.device import describe_device, pick_device, seed_everything
+
+seed_everything(0)
+device = pick_device()
+print("computing on", describe_device(device))  # this machine's device: the tests mask it
+
+# %% [markdown]
+# ## 2 · One MLP, or many
+#
+# Notebook 06's MLP maps each position on its own: up to `d_mlp`, a nonlinearity, back down. An MoE
+# layer keeps that interface (a `(batch, pos, d_model)` tensor in, the same shape out) but holds
+# $E$ experts. Mixtral's experts are **SwiGLU** MLPs, which have three matrices instead of two:
+# $\text{expert}(x) = \big(\operatorname{silu}(x W_\text{gate}) \odot x W_\text{in}\big) W_\text{out}$.
+# Compare one dense GELU MLP with an MoE layer of 8 SwiGLU experts, 2 used per token:
+
+# %%
+from course_utils.mlp import MLP
+
+d_model, d_mlp, n_experts, k = 64, 256, 8, 2
+dense = MLP(d_model, d_mlp, activation="gelu", bias=False)
+layer = moe.MoE(d_model, d_mlp, n_experts, k)
+x = torch.randn(2, 5, d_model)  # (batch, pos, d_model)
+print("dense MLP output:", tuple(dense(x).shape), "  MoE output:", tuple(layer(x).shape))
+dense_params = sum(p.numel() for p in dense.parameters())
+moe_params = sum(p.numel() for p in layer.parameters())
+print(f"dense MLP parameters:          {dense_params:>8,}")
+print(f"MoE parameters held:           {moe_params:>8,}")
+print(f"MoE parameters used per token: {layer.active_parameters():>8,} (router + {k} experts)")
+
+# %% [markdown]
+# The MoE layer holds many times the dense MLP's parameters, yet each token only passes through the
+# router and two experts. That gap between *held* and *used* is the whole point, and section 9
+# measures it for Mixtral.
+
+# %% [markdown]
+# ## 3 · The router
+#
+# The router is one matrix $W_\text{router}$ of shape `(d_model, E)`: each token gets $E$ logits,
+# a softmax turns them into probabilities, the $k$ largest are kept, and those $k$ are divided by
+# their sum so that the token's **gates** add up to 1. The token's output is the gate-weighted sum of
+# its $k$ experts' outputs. One token and four experts:
+
+# %%
+logits = torch.tensor([[2.0, 0.5, 1.5, -1.0]])  # (tokens=1, n_experts=4)
+probs = torch.softmax(logits, dim=-1)
+gates, indices = moe.top_k_gates(logits, k=2)
+print("probabilities:", [round(p, 3) for p in probs[0].tolist()])
+print("chosen experts:", indices[0].tolist(), " their probabilities:", [round(p, 3) for p in probs[0, indices[0]].tolist()])
+print("gates (renormalised):", [round(g, 3) for g in gates[0].tolist()], " sum:", round(gates.sum().item(), 6))
+
+# %% [markdown]
+# Mixtral's code writes it the other way round: take the $k$ largest **logits** and softmax over just
+# those. The two agree, because the softmax is monotone (the same experts win) and the
+# normaliser $\sum_j e^{\ell_j}$ over all experts cancels when the kept probabilities are rescaled:
+# $\frac{e^{\ell_i} / Z}{\sum_{j \in \text{top-}k} e^{\ell_j} / Z} = \frac{e^{\ell_i}}{\sum_{j \in \text{top-}k} e^{\ell_j}}$.
+# On a thousand random tokens:
+
+# %%
+many = torch.randn(1000, 8, generator=torch.Generator().manual_seed(0)) * 2
+g_renorm, i_renorm = moe.top_k_gates(many, 2)
+g_mixtral, i_mixtral = moe.top_k_gates_mixtral(many, 2)
+print("same experts chosen:", torch.equal(i_renorm, i_mixtral))
+from course_utils.tolerances import format_up_to_rounding
+
+print("largest gate difference:", format_up_to_rounding((g_renorm - g_mixtral).abs().max()))  # float32 noise: never printed
+
+
+# %% [markdown]
+# ### Exercise: the top-k router (2 points, difficulty 1/3, about 8 min)
+#
+# Write `top_k_router(router_logits, k)`. `router_logits` has shape `(tokens, n_experts)`; return the
+# pair `(gates, indices)`, both of shape `(tokens, k)`: `indices[t]` are the $k$ experts with the
+# largest router probabilities and `gates[t]` their probabilities rescaled to sum to 1, in the
+# same order as `indices[t]`. Any order of the $k$ experts is accepted, as long as each gate sits
+# next to its expert. Do not call `moe.top_k_gates`.
+
+# %%
+def top_k_router(router_logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # (tokens, n_experts) -> gates (tokens, k), indices (tokens, k)
+    # BEGIN SOLUTION
+    probs = torch.softmax(router_logits, dim=-1)
+    top_probs, top_experts = probs.topk(k, dim=-1)
+    return top_probs / top_probs.sum(dim=-1, keepdim=True), top_experts
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks import hint
+from course_utils.checks.mixture_of_experts import check_dispatch_and_combine, check_load_balancing_loss, check_top_k_router
+
+check_top_k_router(top_k_router)
+
+# %% [markdown]
+# Stuck? `hint("top_k_router")` gives a nudge and `hint("top_k_router", 2)` a stronger one.
+
+# %% [markdown]
+# A consequence worth knowing: with $k = 1$ the renormalised gate is always exactly 1, so the
+# task loss cannot tell the router anything (its gradient is zero up to rounding). That is why the Switch
+# Transformer, which routes each token to one expert, weights the output by the raw probability
+# instead. Measured on the layer above with $k = 1$:
+
+# %%
+torch.manual_seed(0)
+for top in (1, 2):  # at k = 1 the gradient is rounding noise, which differs between machines: printed as 0
+    probe = moe.MoE(d_model, d_mlp, n_experts, top, init_std=0.2)
+    probe(torch.randn(32, d_model)).pow(2).mean().backward()
+    print(f"k={top}: size of the router's gradient from the task loss = {format_up_to_rounding(probe.W_router.grad.abs().max())}")
+
+# %% [markdown]
+# ## 4 · Sending tokens to their experts
+#
+# The obvious implementation loops over tokens and, for each, over its $k$ experts. It is right, and
+# far too slow: thousands of tiny matrix products. Real implementations **group by expert**:
+# flatten the (token, slot) assignments, sort them by expert so that each expert's tokens form
+# one contiguous block, gather those rows (`index_select`), run each expert **once** on its block,
+# multiply by the gates and add the results back into their tokens' rows (`index_add_`). The only
+# Python loop left is over the $E$ experts. Both against each other, on a layer with random weights
+# (counting the expert calls, which does not depend on how busy the machine is):
+
+# %%
+import time
+
+torch.manual_seed(0)
+layer = moe.MoE(d_model, d_mlp, n_experts, k, init_std=0.1)
+tokens = torch.randn(512, d_model)
+with torch.no_grad():
+    routing = layer.route(tokens)
+    slow = moe.dispatch_naive(tokens, routing.indices, routing.gates, layer.experts)
+    fast = moe.dispatch_grouped(tokens, routing.indices, routing.gates, layer.experts)
+print("grouped == per-token loop:", torch.allclose(slow, fast, atol=1e-6))
+calls = []
+counted = [lambda rows, e=e: (calls.append(e), layer.expert(e)(rows))[1] for e in range(n_experts)]  # records each call
+with torch.no_grad():
+    moe.dispatch_naive(tokens, routing.indices, routing.gates, counted)
+    n_naive = len(calls)
+    moe.dispatch_grouped(tokens, routing.indices, routing.gates, counted)
+print(f"expert calls: per-token loop {n_naive}, grouped {len(calls) - n_naive}")
+print("assignments per expert:", routing.load().tolist(), " total:", int(routing.load().sum()), "= tokens x k")
+
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: timings depend on the machine and its load.
+def best_of(fn, repeats=5):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter(); fn(); times.append(time.perf_counter() - start)
+    return min(times)
+
+few, few_routing = tokens[:256], layer.route(tokens[:256])
+with torch.no_grad():
+    t_loop = best_of(lambda: moe.dispatch_naive(few, few_routing.indices, few_routing.gates, layer.experts))
+    t_grouped = best_of(lambda: moe.dispatch_grouped(few, few_routing.indices, few_routing.gates, layer.experts))
+print(f"256 tokens: per-token loop {t_loop * 1e3:.1f} ms, grouped {t_grouped * 1e3:.2f} ms: {t_loop / t_grouped:.0f}x faster")
+
+
+# %% [markdown]
+# ### Exercise: dispatch and combine (3 points, difficulty 2/3, about 15 min)
+#
+# Write `dispatch_and_combine(x, indices, gates, experts)`. `x` is `(tokens, d_model)`; `indices`
+# and `gates` are `(tokens, k)` as your router returns them; `experts` is a list of $E$ functions,
+# each mapping a `(n, d_model)` block of rows to `(n, d_model)`. Return the `(tokens, d_model)`
+# tensor whose row $t$ is $\sum_j \text{gates}[t, j] \cdot \text{experts}[\text{indices}[t, j]](x_t)$
+# (no residual). Try to call each expert at most once; a loop over the experts is fine.
+
+# %%
+def dispatch_and_combine(x: torch.Tensor, indices: torch.Tensor, gates: torch.Tensor, experts) -> torch.Tensor:
+    # x (tokens, d_model), indices and gates (tokens, k) -> (tokens, d_model)
+    # BEGIN SOLUTION
+    out = torch.zeros_like(x)
+    for e, expert in enumerate(experts):
+        rows, slots = torch.nonzero(indices == e, as_tuple=True)  # which tokens chose e, in which slot
+        if len(rows) > 0:
+            out.index_add_(0, rows, gates[rows, slots].unsqueeze(-1) * expert(x[rows]))
+    return out
+    # END SOLUTION
+
+
+# %%
+check_dispatch_and_combine(dispatch_and_combine)
+
+# %% [markdown]
+# Stuck? `hint("dispatch_and_combine")` gives a nudge and `hint("dispatch_and_combine", 2)` a stronger one.
+
+# %% [markdown]
+# ## 5 · Capacity: what happens when an expert is full
+#
+# On a GPU or across many machines, every expert gets a buffer of fixed size, its **capacity**:
+# $\lceil \text{capacity factor} \cdot T \cdot k / E \rceil$ slots for $T$ tokens. A factor of 1
+# leaves exactly enough room if the load is perfectly even; values a little above 1 are common.
+# When more assignments arrive than an expert has slots, the overflow is **dropped**: that expert
+# adds nothing for those tokens (every token's first choice is served before anyone's second,
+# then in token order). A dropped token still reaches the next layer through the residual
+# connection, unchanged, which is better than a crash but worse than being processed.
+#
+# Inputs that share a common direction, and a router whose first two columns point along it, so
+# experts 0 and 1 are everyone's favourites; capacity factor 1:
+
+# %%
+torch.manual_seed(1)
+skewed = moe.MoE(d_model, d_mlp, n_experts, k, capacity_factor=1.0, init_std=0.1)
+crowd = tokens + 1.0  # every token leans the same way
+with torch.no_grad():
+    skewed.W_router[:, :2] += 0.01  # experts 0 and 1 score higher on that direction
+    out, routing = skewed.forward_with_routing(crowd)
+print("capacity per expert:", routing.capacity, "=", f"ceil(1.0 * {tokens.shape[0]} * {k} / {n_experts})")
+print("asked for:", routing.load().tolist())
+print("dropped:  ", routing.dropped().tolist())
+print(f"dropped {int(routing.dropped().sum())} of {routing.indices.numel()} assignments;",
+      f"tokens with both choices dropped: {int((~routing.kept).all(dim=-1).sum())}")
+
+# %%
+from course_utils.moe_experiment import capacity_report
+from course_utils.viz.mixture_of_experts import plot_capacity
+
+report = capacity_report(skewed, crowd, 1.0)
+fig = plot_capacity(report, "a skewed router at capacity factor 1.0")
+
+# %% [markdown]
+# The layer refuses impossible settings with a message that names the argument:
+
+# %%
+attempts = {
+    "k > E": lambda: moe.MoE(d_model, d_mlp, n_experts=4, k=5),
+    "k < 1": lambda: moe.top_k_gates(torch.zeros(3, 4), 0),
+    "E < 1": lambda: moe.MoE(d_model, d_mlp, n_experts=0, k=1),
+    "capacity factor <= 0": lambda: moe.MoE(d_model, d_mlp, n_experts, k, capacity_factor=0),
+    "NaN router logits": lambda: moe.top_k_gates(torch.tensor([[0.0, float("nan")]]), 1),
+    "input width != d_model": lambda: layer(torch.randn(2, 3, d_model + 1)),
+}
+for what, attempt in attempts.items():
+    try:
+        attempt()
+    except (ValueError, TypeError) as error:
+        print(f"{what:<23} {type(error).__name__}: {error}")
+
+# %% [markdown]
+# Raising the capacity factor drops fewer tokens but reserves memory and compute that an even load
+# would never use. Keeping the load even is the better fix, and the subject of sections 7 and 8.
+
+# %% [markdown]
+# ## 6 · The same layer as Mixtral's
+#
+# Hugging Face `transformers` (a test dependency of this course, not needed to run it) implements
+# Mixtral's block as `MixtralSparseMoeBlock`. It stores the router as `gate.weight` of shape
+# `(E, d_model)`, each expert's $W_\text{gate}$ and $W_\text{in}$ stacked in `gate_up_proj`
+# (`(E, 2·d_mlp, d_model)`, gate rows first) and $W_\text{out}$ in `down_proj` (`(E, d_model, d_mlp)`):
+# the transposes of the course's `x @ W` layout. `moe.load_mixtral_block` copies the weights of a
+# block built from a small random configuration (nothing is downloaded) into the course's layer:
+
+# %%
+try:
+    import transformers
+    from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+except ImportError:
+    transformers = None
+    print("transformers is not installed: `pip install transformers` to run this comparison")
+
+if transformers is not None:
+    config = transformers.MixtralConfig(hidden_size=32, intermediate_size=48, num_local_experts=6, num_experts_per_tok=2)
+    config._experts_implementation = "eager"
+    torch.manual_seed(0)
+    block = MixtralSparseMoeBlock(config).eval()
+    with torch.no_grad():
+        for p in block.parameters():
+            p.normal_(0, 0.2)
+    ours = moe.load_mixtral_block(block)
+    x_hf = torch.randn(2, 9, 32)
+    with torch.no_grad():
+        theirs_out = block(x_hf.clone())
+        theirs_logits, _, _ = block.gate(x_hf.reshape(-1, 32))
+        ours_out, ours_routing = ours.forward_with_routing(x_hf)
+    print("outputs equal:      ", torch.allclose(ours_out, theirs_out, atol=1e-6))
+    print("router logits equal:", torch.allclose(ours_routing.logits, theirs_logits, atol=1e-6))
+
+# %% [markdown]
+# ## 7 · Keeping the load even
+#
+# Left alone, a router tends to **collapse**: the experts that happen to be chosen early get trained
+# more, get better, and get chosen even more, while the others starve. The Switch Transformer adds
+# an auxiliary loss. With $T$ tokens, let $f_i$ be the fraction of the $T \cdot k$ assignments that
+# went to expert $i$ and $P_i$ the router's probability for expert $i$ averaged over all tokens
+# (the full softmax, not just the chosen experts):
+#
+# $$\mathcal{L}_\text{aux} = \alpha \cdot E \cdot \sum_{i=1}^{E} f_i \, P_i .$$
+#
+# When routing is perfectly even, $f_i = P_i = 1/E$ and the loss is exactly $\alpha$; it grows as the
+# load piles onto a few experts, up to $\alpha E$ when one expert takes everything with certainty.
+# $f_i$ is a count and carries no gradient, so the push reaches the router through $P_i$: experts
+# that receive many tokens get their probabilities lowered.
+
+# %%
+alpha = 0.01
+print(f"uniform logits:          loss = {moe_balancing.load_balancing_loss(torch.zeros(64, 8), 2, alpha).item():.4f} (alpha = {alpha})")
+base = torch.randn(512, 8, generator=torch.Generator().manual_seed(2))
+for strength in (0.0, 1.0, 3.0, 10.0):
+    skew = base.clone()
+    skew[:, 0] += strength  # expert 0 becomes everyone's favourite
+    loss = moe_balancing.load_balancing_loss(skew, 1, alpha)
+    share = moe_balancing.load_shares(moe.top_k_gates(skew, 1)[1], 8)[0].item()
+    print(f"expert 0 favoured by {strength:>4}: share {share:.2f}, loss = {loss.item():.4f}")
+
+# %% [markdown]
+# Its gradient reaches the router's weights (and only them: the experts do not move):
+
+# %%
+torch.manual_seed(0)
+layer = moe.MoE(d_model, d_mlp, n_experts, k, init_std=0.1)
+_, routing = layer.forward_with_routing(tokens)
+moe_balancing.load_balancing_loss(routing.logits, k, alpha).backward()
+print("router weights have a gradient:", layer.W_router.grad is not None and bool(layer.W_router.grad.abs().sum() > 0))
+print("experts have a gradient:       ", layer.W_gate.grad is not None)
+
+
+# %% [markdown]
+# ### Exercise: the load-balancing loss (3 points, difficulty 2/3, about 12 min)
+#
+# Write `load_balancing_loss(router_logits, k, alpha)` for `router_logits` of shape
+# `(tokens, n_experts)`: the experts chosen are the top $k$ of the softmax; $f_i$ divides expert
+# $i$'s count by $T \cdot k$; $P_i$ averages the softmax over all experts and all tokens. Return
+# the loss as a 0-d tensor that is still connected to `router_logits`: the check also follows
+# its gradient back to the logits. Do not call `moe_balancing.load_balancing_loss`.
+
+# %%
+def load_balancing_loss(router_logits: torch.Tensor, k: int, alpha: float = 0.01) -> torch.Tensor:
+    # (tokens, n_experts) -> a 0-d tensor
+    # BEGIN SOLUTION
+    n_tokens, n_experts = router_logits.shape
+    probs = torch.softmax(router_logits, dim=-1)
+    chosen = probs.topk(k, dim=-1).indices
+    counts = torch.nn.functional.one_hot(chosen, n_experts).sum(dim=(0, 1))
+    f = counts.to(probs.dtype) / (n_tokens * k)
+    P = probs.mean(dim=0)
+    return alpha * n_experts * torch.sum(f * P)
+    # END SOLUTION
+
+
+# %%
+check_load_balancing_loss(load_balancing_loss)
+
+# %% [markdown]
+# Stuck? `hint("load_balancing_loss")` gives a nudge and `hint("load_balancing_loss", 2)` a stronger one.
+
+# %% [markdown]
+# Watch the definition of $f_i$ when you read other code: `transformers`' `load_balancing_loss_func`
+# divides the counts by $T$ only, so its $f_i$ add up to $k$ and its loss is $k$ times this one (a difference a
+# model's loss coefficient silently absorbs). Checked on random logits:
+
+# %%
+if transformers is not None:
+    from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
+
+    rand = torch.randn(256, 8, generator=torch.Generator().manual_seed(3))
+    ours_loss = moe_balancing.load_balancing_loss(rand, 2)
+    theirs_loss = load_balancing_loss_func((rand,), num_experts=8, top_k=2)
+    print(f"course: {ours_loss.item():.5f}   transformers: {theirs_loss.item():.5f}   ratio: {(theirs_loss / ours_loss).item():.3f}")
+
+# %% [markdown]
+# **The router z-loss** (ST-MoE) is a second, smaller term: the mean over tokens of
+# $\big(\log \sum_j e^{\ell_j}\big)^2$. It does not balance anything; it keeps the router's logits
+# small, because large logits make the softmax brittle in low precision. It is zero when
+# $\log \sum_j e^{\ell_j} = 0$, equals $(\ln E)^2$ when all logits are 0, and grows with the
+# square of the logits' scale:
+
+# %%
+for scale in (0.0, 1.0, 10.0, 100.0):
+    z = moe_balancing.router_z_loss(base * scale)
+    print(f"logits scaled by {scale:>5}: z-loss = {z.item():10.2f}")
+
+# %% [markdown]
+# ## 8 · Experiment: three ways to train a router
+#
+# The toy task mixes four **sub-tasks**. Every input is one sub-task's fixed centre plus noise $z$,
+# and the target is that sub-task's own linear map applied to $z$. A router can recognise the
+# sub-task from the centre, and an expert that serves only one sub-task has only one map to
+# learn, so experts have something to specialise in. The same MoE (8 experts, top-2) is trained
+# three times from the same initial weights on the same batches:
+#
+# * **no balancing**: the mean squared error only;
+# * **auxiliary loss**: plus the Switch loss above;
+# * **bias balancing** (DeepSeek-V3, "auxiliary-loss-free"): a per-expert bias $b_i$ is added to the
+#   router's scores *for choosing the experts only*; the gates still come from the unbiased
+#   probabilities. After every step $b_i$ moves by a fixed small amount up if expert $i$ got less
+#   than the average load, down if it got more. No extra term touches the gradient.
+
+# %%
+from tqdm.auto import tqdm
+
+cfg = moe_experiment.ExperimentConfig()
+print(cfg)
+with tqdm(total=3 * cfg.steps, desc="three training runs") as bar:
+    runs = moe_experiment.run_experiment(cfg, seed=0, progress=bar)
+
+# %%
+from course_utils.viz.mixture_of_experts import plot_specialisation, plot_usage
+
+fig = plot_usage(runs)
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: results of float32 training, whose last digits differ between processors.
+final = {name: run.shares[-20:].mean(dim=0) for name, run in runs.items()}  # load over the last 20 steps
+even = moe_balancing.max_entropy_bits(cfg.n_experts)
+for name, run in runs.items():
+    print(f"{name:>5}: final loss {run.eval_loss:.4f}, largest share {final[name].max().item():.3f}, "
+          f"smallest share {final[name].min().item():.3f}, usage entropy {moe_balancing.usage_entropy(final[name]):.2f} of {even:.2f} bits")
+
+# %% [markdown]
+# The exact numbers can move in the last digits on another machine, so the notebook asserts the
+# outcome instead: without balancing some experts are (nearly) unused and the load is far from
+# even; both balancing methods keep every expert busy and end with a lower loss.
+
+# %%
+none, aux, bias = (final[name] for name in ("none", "aux", "bias"))
+outcome = {
+    "no balancing leaves an expert below 2% of the load": bool(none.min() < 0.02),
+    "no balancing: usage entropy below 90% of even": moe_balancing.usage_entropy(none) < 0.9 * even,
+    "aux loss: every expert above 5%": bool(aux.min() > 0.05),
+    "bias: every expert above 5%": bool(bias.min() > 0.05),
+    "both balanced runs reach a lower loss": max(runs["aux"].eval_loss, runs["bias"].eval_loss) < runs["none"].eval_loss,
+}
+for claim, holds in outcome.items():
+    print(f"{claim}: {holds}")
+assert all(outcome.values())
+
+# %% [markdown]
+# Which experts serve which sub-task? For each sub-task, the share of its assignments that went to
+# each expert (on fresh inputs):
+
+# %%
+fig = plot_specialisation(runs)
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: results of float32 training, whose last digits differ between processors.
+owners = {name: moe_experiment.expert_owners(run.specialisation) for name, run in runs.items()}
+for name, per_task in owners.items():
+    print(f"{name:>5}:", "; ".join(f"sub-task {i} -> experts {o}" for i, o in enumerate(per_task)))
+
+
+# %%
+def idle_experts(per_task):
+    return sorted(set(range(cfg.n_experts)) - {e for o in per_task for e in o})
+
+def disjoint(per_task):
+    return len({e for o in per_task for e in o}) == sum(len(o) for o in per_task)
+
+print("no balancing: some expert serves no sub-task:", len(idle_experts(owners["none"])) > 0)
+print("bias balancing: every sub-task has experts of its own:", disjoint(owners["bias"]) and not idle_experts(owners["bias"]))
+
+# %% [markdown]
+# With bias balancing each sub-task ends up with experts to itself: the router learned to recognise
+# the sub-tasks and the experts specialised. Without balancing, some experts serve no sub-task at
+# all (they are parameters that are stored and never trained), and the remaining experts are shared.
+
+# %% [markdown]
+# ### Explore: E, k, α and the capacity factor
+#
+# The widget below chooses among short runs trained once here (every combination of $E \in \{4, 8\}$,
+# $k \in \{1, 2\}$ and $\alpha \in \{0, 0.01, 0.1\}$; $\alpha = 0$ means no balancing). The capacity
+# factor does not need retraining: it re-routes fresh inputs through the chosen run's final router
+# and shows which assignments would be dropped. Nothing trains while you move the controls.
+
+# %%
+from dataclasses import replace
+
+grid_cfg = replace(cfg, steps=60, batch=128)
+grid_keys = dict(n_experts=(4, 8), ks=(1, 2), alphas=(0.0, 0.01, 0.1))
+with tqdm(total=12, desc="runs for the widget") as bar:
+    grid = moe_experiment.train_grid(grid_cfg, **grid_keys, seed=0, progress=bar)
+probe_x, _ = moe_experiment.probe_batch(grid_cfg, 512, seed=0)
+
+# %% [markdown]
+# The same view as a static picture, for E = 8, k = 2 with and without the auxiliary loss (α = 0.1), at capacity factor 1:
+
+# %%
+import matplotlib.pyplot as plt
+
+from course_utils.viz.mixture_of_experts import draw_capacity, draw_usage
+
+fig, axes = plt.subplots(2, 2, figsize=(10, 6))
+for row, a in enumerate((0.0, 0.1)):
+    run = grid[8, 2, a]
+    draw_usage(axes[row][0], run, f"E=8, k=2, alpha={a}: final loss {run.eval_loss:.3f}")
+    draw_capacity(axes[row][1], capacity_report(run.model, probe_x, 1.0))
+fig.tight_layout()
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: a widget draws into an Output area, which nbval cannot follow.
+from course_utils.viz.mixture_of_experts import usage_widget
+
+usage_widget(grid, probe_x)
+
+# %% [markdown]
+# Things to try: $k = 1$ without balancing (the router never learns from the task, section 3);
+# $\alpha = 0.1$ against $\alpha = 0$ at capacity factor 1 (how many assignments are dropped);
+# the capacity factor at which a collapsed router stops dropping tokens.
+
+# %% [markdown]
+# ## 9 · How big is Mixtral 8x7B?
+#
+# Mixtral 8x7B's configuration, counted by notebook 08's `course_utils.counting`: `d_model` 4,096, 32 layers, 8 experts per layer with 2 used per
+# token, SwiGLU experts with `d_mlp` 14,336, grouped-query attention with 32 query heads and 8 key/value
+# heads, a vocabulary of 32,000, separate input and output embeddings. Only the feed-forward
+# part is replicated 8 times; attention, embeddings and norms exist once. That is why the name's
+# arithmetic (8 × 7) does not give the total.
+
+# %%
+from course_utils import counting
+
+mixtral = counting.ModelConfig(d_vocab=32000, n_ctx=32768, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8,
+                               d_mlp=14336, mlp="swiglu", norm="rmsnorm", positions="rotary", bias=False,
+                               tie_embeddings=False, n_experts=8, experts_per_token=2)
+held_by_part = counting.count_parameters(mixtral)
+mixtral_total, mixtral_active = held_by_part["total"], counting.active_parameters(mixtral)["total"]
+experts = held_by_part["mlp_up"] + held_by_part["mlp_gate"] + held_by_part["mlp_down"]
+print(f"d_model {mixtral.d_model:,}, d_mlp {mixtral.d_mlp:,}, d_vocab {mixtral.d_vocab:,}, {mixtral.n_layers} layers, "
+      f"{mixtral.n_heads} query heads, {mixtral.n_kv_heads} key/value heads, top-{mixtral.experts_per_token} of {mixtral.n_experts}")
+print(f"held:           {mixtral_total:,} = {mixtral_total / 1e9:.1f}B")
+print(f"used per token: {mixtral_active:,} = {mixtral_active / 1e9:.1f}B")
+print(f"the experts are {experts / mixtral_total:.1%} of what is held; one expert of one layer: {experts // (32 * 8):,}")
+print(f"used / held = {mixtral_active / mixtral_total:.3f}")
+
+# %% [markdown]
+# The oracle: build the real `MixtralForCausalLM` from the same configuration on PyTorch's
+# `meta` device (shapes only, no memory, nothing downloaded) and add up `p.numel()`:
+
+# %%
+if transformers is not None:
+    mixtral_config = transformers.MixtralConfig(
+        vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+        num_key_value_heads=8, num_local_experts=8, num_experts_per_tok=2, tie_word_embeddings=False)
+    with torch.device("meta"):
+        mixtral_model = transformers.MixtralForCausalLM(mixtral_config)
+    held = sum(p.numel() for p in mixtral_model.parameters())
+    in_experts = sum(p.numel() for name, p in mixtral_model.named_parameters() if ".experts." in name)
+    used = held - in_experts + in_experts * 2 // 8  # a token passes through 2 of the 8 experts
+    print(f"sum(p.numel()): {held:,} held, {used:,} used per token")
+    print("formula == oracle:", (held, used) == (mixtral_total, mixtral_active))
+
+# %% [markdown]
+# Two correct answers, for two different questions. **Memory** follows the total: every expert must
+# sit in memory (or be fetched) because any token may need any expert. **Compute** follows the
+# active count: a forward pass costs about 2 FLOPs per active parameter per token, the cost of a
+# dense model a little over a quarter of the size.
+
+# %%
+print(f"weights in bfloat16 (2 bytes each): {2 * mixtral_total / 1e9:.1f} GB of memory")
+print(f"forward pass: about {2 * mixtral_active / 1e9:.1f} GFLOP per token "
+      f"(a dense model holding as much would need {2 * mixtral_total / 1e9:.1f})")
+
+# %% [markdown]
+# So Mixtral 8x7B holds about 46.7B parameters and uses about 12.9B of them per token.
+
+# %% [markdown]
+# ## Summary
+#
+# * The router is a linear map, a softmax, a top-$k$ and a renormalisation (or, equivalently, a
+#   softmax over the top-$k$ logits). With $k = 1$ the renormalised gate carries no gradient.
+# * Dispatch groups the assignments by expert, so each expert runs once per batch; a capacity limit
+#   drops the overflow, and the residual carries dropped tokens through unchanged.
+# * Routers collapse unless pushed: the Switch loss $\alpha E \sum_i f_i P_i$ (its gradient flows
+#   through $P_i$), or DeepSeek-V3's selection bias, which needs no extra loss at all.
+# * An MoE model has two sizes: what it holds (memory) and what a token uses (compute).
+#
+# ## Next
+#
+# **08 · Counting parameters and FLOPs**: the arithmetic of whole models, dense and sparse.

@@ -1,0 +1,564 @@
+# ---
+# jupyter:
+#   course:
+#     exercises:
+#       attention_parameter_count:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
+#       mlp_parameter_count:
+#         difficulty: 1
+#         minutes: 5
+#         points: 1
+#       model_parameter_count:
+#         difficulty: 2
+#         minutes: 15
+#         points: 3
+#       training_flops_estimate:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
+#   jupytext:
+#     cell_metadata_filter: all
+#     notebook_metadata_filter: course,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · Counting parameters and compute
+#
+# How big is a model? "175 billion" or "8x7B" is a headline; here we take such numbers apart until
+# every parameter has a place, and then ask the two follow-up questions that matter in practice:
+# how much arithmetic does a token cost, and how much memory does training need?
+#
+# Everything comes from one configuration object, `ModelConfig`, and one counter in
+# `course_utils.counting`. Every count is then compared with `sum(p.numel())` of a real module built
+# on PyTorch's `meta` device, where tensors have shapes but no storage, so even GPT-3 can be built
+# without using any memory.
+#
+# What you will do:
+# 1. count a model from its configuration, category by category;
+# 2. rebuild GPT-3's parameter table, and see why two careful counts differ;
+# 3. count GPT-2, the 2017 Transformer, Llama 3 8B and Mixtral 8x7B (total vs active);
+# 4. turn parameters into FLOPs (forward ≈ 2N per token, training ≈ 6ND) and check that with PyTorch's FLOP counter;
+# 5. turn parameters into bytes: weights, gradients, Adam's moments, and the KV cache.
+
+# %%
+import torch
+
+from course_utils import compute, counting
+from course_utils.counting import ModelConfig
+from course_utils.device import describe_device, pick_device, seed_everything
+
+seed_everything(0)
+device = pick_device()
+print("computing on", describe_device(device))  # this machine's device: the tests mask it
+
+# %% [markdown]
+# ## 1. A model is its configuration
+#
+# A decoder-only transformer is fixed by a handful of sizes, in the course's vocabulary: `d_vocab`
+# tokens, a context of `n_ctx` positions, a residual stream of width `d_model`, `n_layers` blocks,
+# `n_heads` attention heads of `d_head = d_model / n_heads` dimensions, and an MLP of hidden width
+# `d_mlp`. A few architectural choices change the count: biases or not, LayerNorm or RMSNorm, learned
+# or rotary positions, tied or separate embedding and unembedding, how many key/value heads
+# (grouped-query attention), a gated MLP (SwiGLU), and mixture-of-experts layers.
+#
+# Here is GPT-2 small, the model of the lab, counted by category. A category includes its biases.
+
+# %%
+cfg = counting.GPT2_SMALL
+print(cfg)
+print("d_head:", cfg.d_head, " d_mlp:", cfg.mlp_width)
+for name, n in counting.count_parameters(cfg).items():
+    print(f"{name:>12}: {n:>13,}")
+
+# %% [markdown]
+# The embedding `W_E` (one row per token) is the largest single matrix. The unembedding shows 0
+# because GPT-2 *ties* it to the embedding: the same matrix, transposed, turns the final residual
+# vector back into token scores, and a shared matrix is counted once. The twelve blocks hold the
+# rest: four attention projections and the two MLP matrices each, plus two LayerNorms (and one more
+# at the end).
+
+# %% [markdown]
+# ## 2. GPT-3, category by category
+#
+# GPT-3 175B has `d_model` = 12,288, 96 layers of 96 heads (so `d_head` = 128), an MLP four times as
+# wide as the residual stream, a vocabulary of 50,257 tokens and a context of 2,048. A common way to
+# account for its size counts only the big matrices: no biases, no norms, no position table, and the
+# embedding and unembedding as two separate matrices. The preset `GPT3_175B_WEIGHTS_ONLY` switches
+# exactly those things off.
+
+# %%
+gpt3 = counting.GPT3_175B_WEIGHTS_ONLY
+d, L, H, dh, V, m = gpt3.d_model, gpt3.n_layers, gpt3.n_heads, gpt3.d_head, gpt3.d_vocab, gpt3.mlp_width
+shapes = {"embedding": f"{d:,} x {V:,}", "query": f"{dh} x {d:,} x {H} x {L}", "key": f"{dh} x {d:,} x {H} x {L}",
+          "value": f"{dh} x {d:,} x {H} x {L}", "output": f"{d:,} x {dh} x {H} x {L}",
+          "mlp_up": f"{m:,} x {d:,} x {L}", "mlp_down": f"{d:,} x {m:,} x {L}", "unembedding": f"{V:,} x {d:,}"}
+gpt3_counts = counting.count_parameters(gpt3)
+for name, shape in shapes.items():
+    print(f"{name:>12}  {shape:<26} {gpt3_counts[name]:>16,}")
+print(f"{'total':>12}  {'':<26} {gpt3_counts['total']:>16,}")
+
+# %% [markdown]
+# The attention numbers are easier to see one head at a time. Each head's `W_Q` maps the 12,288-wide
+# residual stream to its 128 query dimensions; `W_K`, `W_V` and the head's slice of `W_O` have the
+# same size. If the value map were one square matrix from the residual stream to itself, it alone
+# would be far larger than the whole head; writing it as `W_V` (down to 128) followed by `W_O` (back
+# up) is a low-rank factorisation.
+
+# %%
+attn_layer = counting.attention_parameters(gpt3)  # one layer, all heads
+per_matrix = attn_layer["query"] // H
+per_head = sum(attn_layer.values()) // H
+print(f"one matrix of one head: {per_matrix:,}")
+print(f"one head (Q, K, V, O):  {per_head:,}")
+print(f"one layer's attention:  {sum(attn_layer.values()):,}  = {H} heads x {per_head:,}")
+print(f"all layers' attention:  {L * sum(attn_layer.values()):,}")
+square_value = d * d
+print(f"a square value matrix:  {square_value:,}  = {square_value // per_head} x one head")
+mlp_layer = sum(counting.mlp_parameters(gpt3).values())
+print(f"one layer's MLP:        {mlp_layer:,};  all layers: {L * mlp_layer:,}")
+print(f"MLP biases per layer:   {m + d:,}")
+
+# %% [markdown]
+# Grouped into the four parts of a transformer, the budget is lopsided: the MLPs hold about two
+# thirds, attention one third, and the embedding and unembedding together less than one percent.
+
+# %%
+from course_utils.viz.parameter_counting import figure_image, plot_budget_shares
+
+for group, n in counting.group_counts(gpt3_counts).items():
+    if n:
+        print(f"{group:>12}: {100 * n / gpt3_counts['total']:.2f}%")
+figure_image(plot_budget_shares(gpt3_counts, "GPT-3 175B, weights only"))
+
+# %% [markdown]
+# ### The strict count
+#
+# The weights-only total is a reconstruction. The real architecture (GPT-3 reuses GPT-2's) also has
+# biases in every linear layer, two LayerNorms per block and a final one, a learned position table
+# of 2,048 rows, and a *tied* unembedding. Counting all of that strictly gives a slightly smaller
+# total: the position table, biases and norms add a little, and the tied unembedding removes a whole
+# matrix. Both are reconstructions: the paper itself only gives the rounded size.
+
+# %%
+strict = counting.count_parameters(counting.GPT3_175B)
+print(f"weights only: {gpt3_counts['total']:,}")
+print(f"strict:       {strict['total']:,}")
+for name in ("positions", "norms", "unembedding"):
+    print(f"  {name:>11}: {strict[name] - gpt3_counts[name]:+,}")
+biases = strict["total"] - gpt3_counts["total"] - sum(strict[n] - gpt3_counts[n] for n in ("positions", "norms", "unembedding"))
+print(f"       biases: {biases:+,}")
+
+
+# %% [markdown]
+# ### Exercise: attention parameters of one layer (2 points, difficulty 2/3, about 10 min)
+#
+# Write `attention_parameter_count(d_model, n_heads, n_kv_heads, bias)`: the number of parameters in
+# one layer's `W_Q`, `W_K`, `W_V` and `W_O`, with their biases when `bias` is True. With
+# grouped-query attention, `n_kv_heads` key/value heads (fewer than `n_heads`) are shared by groups
+# of query heads; every head still has `d_head = d_model // n_heads` dimensions, and `n_kv_heads ==
+# n_heads` is ordinary multi-head attention. Return a whole number (an `int`, or a float with no
+# fractional part).
+
+# %%
+def attention_parameter_count(d_model: int, n_heads: int, n_kv_heads: int, bias: bool) -> int:
+    """Parameters of one layer's W_Q, W_K, W_V, W_O (and their biases when bias=True)."""
+    # BEGIN SOLUTION
+    d_kv = n_kv_heads * (d_model // n_heads)  # width of the keys and of the values
+    weights = 2 * d_model * d_model + 2 * d_model * d_kv
+    biases = 2 * d_model + 2 * d_kv if bias else 0
+    return weights + biases
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.parameter_counting import (check_attention_parameter_count, check_mlp_parameter_count,
+                                                    check_model_parameter_count, check_training_flops_estimate)
+
+check_attention_parameter_count(attention_parameter_count)
+
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("attention_parameter_count")` for a nudge and
+# `hint("attention_parameter_count", 2)` for more.
+#
+# ### Exercise: MLP parameters, plain and gated (1 point, difficulty 1/3, about 5 min)
+#
+# Write `mlp_parameter_count(d_model, d_mlp, gated, bias)`: one MLP's parameters. A plain MLP has an
+# up-projection (`d_model` to `d_mlp`) and a down-projection back; a gated one (SwiGLU, as in Llama and
+# Mixtral) has a third matrix, the gate, of the same shape as the up-projection. With `bias`, each
+# projection has one bias per output. Return a whole number.
+
+# %%
+def mlp_parameter_count(d_model: int, d_mlp: int, gated: bool, bias: bool) -> int:
+    """Parameters of one MLP: up, down and (when gated) gate projections, with biases when bias=True."""
+    # BEGIN SOLUTION
+    n_in = 2 if gated else 1  # projections from d_model to d_mlp
+    weights = (n_in + 1) * d_model * d_mlp
+    biases = n_in * d_mlp + d_model if bias else 0
+    return weights + biases
+    # END SOLUTION
+
+
+# %%
+check_mlp_parameter_count(mlp_parameter_count)
+
+# %% [markdown]
+# Hints: `hint("mlp_parameter_count")`, then `hint("mlp_parameter_count", 2)`.
+#
+# ## 3. Checked against real modules, on the meta device
+#
+# A formula is only as good as its check. PyTorch can build a module on the `meta` device: every
+# parameter has its shape, none has storage. `course_utils.decoder.Decoder` builds a decoder from
+# any `ModelConfig` out of plain `torch.nn` layers; building it on `meta` and adding up `p.numel()`
+# must give the counter's total for every preset, GPT-3 included, in a fraction of a second and
+# without allocating memory.
+
+# %%
+from course_utils.decoder import Decoder
+
+for name, preset in counting.PRESETS.items():
+    with torch.device("meta"):
+        model = Decoder(preset)
+    built = sum(p.numel() for p in model.parameters())
+    print(f"{name:>13}: {built:>16,} parameters on {next(model.parameters()).device}, "
+          f"counter agrees: {built == counting.count_parameters(preset)['total']}")
+
+# %% [markdown]
+# The course's own model gives the same answer. `course_utils.gpt.GPT` is the decoder you build and
+# train in notebook 09 (learned positions, LayerNorm, biases, tied embeddings: GPT-2's choices). Built
+# on `meta` at GPT-2 small's and at GPT-3's sizes, its parameters add up to the counter's strict,
+# GPT-2-style totals.
+
+# %%
+from course_utils.gpt import GPT, GPTConfig
+
+for name in ("GPT-2 small", "GPT-3 175B"):
+    preset = counting.PRESETS[name]
+    with torch.device("meta"):
+        capstone = GPT(GPTConfig(d_vocab=preset.d_vocab, n_ctx=preset.n_ctx, d_model=preset.d_model,
+                                 n_heads=preset.n_heads, n_layers=preset.n_layers, d_mlp=preset.d_mlp))
+    built = sum(p.numel() for p in capstone.parameters())
+    print(f"{name:>11}: notebook 09's GPT has {built:,} parameters, "
+          f"counter agrees: {built == counting.count_parameters(preset)['total']}")
+
+# %% [markdown]
+# That module is the course's own, so it is not an independent witness. The independent ones are
+# the Hugging Face `transformers` implementations: `GPT2LMHeadModel` (with GPT-2's sizes and with a
+# GPT-3-shaped configuration), `LlamaForCausalLM` and `MixtralForCausalLM`, built from a config, with
+# nothing downloaded. `transformers` is a test-only dependency of the course; `tests/test_counting.py`
+# compares every category, not just the total, with those modules. If it is installed here, the next
+# cell repeats the check for GPT-3; if not, it says how to run the tests.
+
+# %%
+try:
+    import transformers
+except ImportError:
+    print("transformers is not installed: the comparison runs in the tests (pip install transformers; "
+          "pytest tests/test_counting.py)")
+else:
+    hf_cfg = transformers.GPT2Config(n_embd=12288, n_layer=96, n_head=96, n_positions=2048, vocab_size=50257)
+    with torch.device("meta"):
+        hf_gpt3 = transformers.GPT2LMHeadModel(hf_cfg)
+    hf_total = sum(p.numel() for p in hf_gpt3.parameters())
+    print(f"GPT2LMHeadModel with GPT-3's shape: {hf_total:,}; strict count agrees: {hf_total == strict['total']}")
+
+# %% [markdown]
+# ## 4. A family of models
+#
+# ### GPT-2, small to XL
+#
+# The four GPT-2 sizes share the vocabulary, the context of 1,024 and the architecture, and differ
+# in width, depth and head count.
+
+# %%
+for name in ("GPT-2 small", "GPT-2 medium", "GPT-2 large", "GPT-2 XL"):
+    c = counting.PRESETS[name]
+    print(f"{name:>12}: d_model {c.d_model:>5}, {c.n_layers} layers, {c.n_heads} heads -> "
+          f"{counting.count_parameters(c)['total']:>13,}")
+
+# %% [markdown]
+# ### The 2017 Transformer
+#
+# The original Transformer is an encoder-decoder for translation: an encoder layer has self-attention
+# and an MLP, a decoder layer adds cross-attention (queries from the decoder, keys and values from
+# the encoder), and each sub-layer has its LayerNorm. Its positions are sinusoidal (no parameters)
+# and one embedding matrix over a shared vocabulary of about 37,000 word pieces is used three times:
+# for the source, for the target and, transposed, as the output layer. The paper quotes about 65M
+# parameters for the base model and about 213M for the big one; counting every weight, bias and
+# norm with that shared embedding gives the following, and `torch.nn.Transformer` on the meta device
+# agrees (it also closes each stack with a LayerNorm, which the post-norm original does not have).
+
+# %%
+from torch import nn
+
+print("Vaswani et al. 2017; quoted sizes: base about 65M, big about 213M")
+for name, sizes in (("base", counting.TRANSFORMER_BASE), ("big", counting.TRANSFORMER_BIG)):
+    counts = counting.count_encoder_decoder(**sizes)
+    with torch.device("meta"):
+        reference = nn.Transformer(sizes["d_model"], sizes["n_heads"], sizes["n_layers"], sizes["n_layers"],
+                                   sizes["d_mlp"], batch_first=True)
+    closing_norms = 4 * sizes["d_model"]  # nn.Transformer's final LayerNorm of each stack
+    blocks = sum(p.numel() for p in reference.parameters()) - closing_norms
+    print(f"{name} (d_vocab {sizes['d_vocab']:,}, d_model {sizes['d_model']:,}, d_mlp {sizes['d_mlp']:,}): {counts['total']:,} ({counts['total'] / 1e6:.1f}M; embedding {counts['embedding']:,}, "
+          f"encoder {counts['encoder']:,}, decoder {counts['decoder']:,}); nn.Transformer agrees: "
+          f"{blocks + counts['embedding'] == counts['total']}")
+
+# %% [markdown]
+# Both land close to the quoted figures; the small gaps come from the exact vocabulary size, which
+# the paper gives only roughly.
+#
+# ### Llama 3 8B: grouped-query attention and SwiGLU
+#
+# Llama 3 8B has 32 layers of width 4,096, 32 query heads but only 8 key/value heads, a gated MLP of
+# width 14,336, RMSNorm, rotary positions, no biases, and a separate unembedding over a vocabulary of
+# 128,256 tokens.
+
+# %%
+llama = counting.LLAMA3_8B
+print(llama)
+print(f"d_mlp {llama.mlp_width:,}, d_vocab {llama.d_vocab:,}, d_model {llama.d_model:,}")
+llama_counts = counting.count_parameters(llama)
+for name, n in llama_counts.items():
+    if n:
+        print(f"{name:>12}: {n:>14,}")
+
+# %% [markdown]
+# Keys and values are a quarter of the size of queries (8 heads instead of 32), and the MLP has three
+# matrices instead of two.
+#
+# ### Mixtral 8x7B: two answers to "how big"
+#
+# Mixtral has Llama's block shape (with a vocabulary of 32,000), but each MLP is replaced by 8
+# experts and a small router that sends each token through the 2 best-scoring ones. The model holds
+# every expert (its capacity), but a token only runs through 2 of them (its cost). The name's
+# arithmetic does not work, because attention, embeddings and norms are shared, not replicated.
+
+# %%
+mixtral = counting.MIXTRAL_8X7B
+print(mixtral)
+total, active = counting.count_parameters(mixtral), counting.active_parameters(mixtral)
+print(f"total:  {total['total']:,}  ({total['total'] / 1e9:.1f}B)")
+print(f"active: {active['total']:,}  ({active['total'] / 1e9:.1f}B per token)")
+print(f"8 x 7B would be {8 * 7}B; experts' share of the total: {(total['mlp_up'] + total['mlp_gate'] + total['mlp_down']) / total['total']:.1%}")
+print(f"router: {total['router']:,} parameters")
+
+# %%
+from course_utils.viz.parameter_counting import plot_models
+
+rows = {name: (counting.count_parameters(c)["total"], counting.active_parameters(c)["total"])
+        for name, c in counting.PRESETS.items()}
+figure_image(plot_models(rows))
+
+
+# %% [markdown]
+# ### Exercise: the whole model from a config (3 points, difficulty 2/3, about 15 min)
+#
+# Write `model_parameter_count(cfg)`: every parameter of the model a `ModelConfig` describes. Use the
+# config's fields and properties (`cfg.d_head`, `cfg.kv_heads`, `cfg.mlp_width`, `cfg.gated`), and
+# the conventions of this notebook: `bias` covers every linear layer and LayerNorm's bias (RMSNorm has
+# only a gain, norm `"none"` has nothing); two norms per block and one final norm; learned positions
+# are an `n_ctx x d_model` table (rotary ones have no parameters); a tied unembedding counts nothing
+# extra; with `n_experts > 1` each block has that many MLPs and a bias-free router of `d_model x n_experts`.
+# Count all experts, not just the active ones. Do not call the counter in `course_utils.counting`.
+
+# %%
+def model_parameter_count(cfg: ModelConfig) -> int:
+    """Every parameter of the model ``cfg`` describes."""
+    # BEGIN SOLUTION
+    b = int(cfg.bias)
+    d, d_kv, width = cfg.d_model, cfg.kv_heads * cfg.d_head, cfg.mlp_width
+    attention = 2 * d * d + 2 * d * d_kv + b * (2 * d + 2 * d_kv)
+    mlp = (3 if cfg.gated else 2) * d * width + b * ((2 if cfg.gated else 1) * width + d)
+    router = d * cfg.n_experts if cfg.n_experts > 1 else 0
+    norm = {"layernorm": d * (1 + b), "rmsnorm": d, "none": 0}[cfg.norm]
+    block = attention + cfg.n_experts * mlp + router + 2 * norm
+    embeddings = cfg.d_vocab * d * (1 if cfg.tie_embeddings else 2)
+    positions = cfg.n_ctx * d if cfg.positions == "learned" else 0
+    return embeddings + positions + cfg.n_layers * block + norm
+    # END SOLUTION
+
+
+# %%
+check_model_parameter_count(model_parameter_count)
+
+# %% [markdown]
+# Hints: `hint("model_parameter_count")`, then `hint("model_parameter_count", 2)`.
+#
+# ## 5. From parameters to FLOPs
+#
+# A matrix product of a vector with a `d_in x d_out` weight matrix takes `d_in * d_out`
+# multiply-adds, that is 2 FLOPs per weight. So the forward pass of one token costs about **2N**
+# FLOPs, N the weights it runs through. Attention adds a term that grows with the context: each of
+# the `n_layers` layers compares the query with every earlier key (`Q K^T`) and mixes the values
+# (`pattern V`), 2 FLOPs per dimension of each, `4 * n_layers * seq_len * d_model` per token when the
+# full square is computed (a causal mask makes half of it wasted work). `compute.forward_flops`
+# counts both exactly (matrix products only, as PyTorch's `FlopCounterMode` does); we measure real
+# forward passes to check it, on small models of two architectures.
+
+# %%
+small_gpt = ModelConfig(d_vocab=256, n_ctx=32, d_model=64, n_layers=2, n_heads=4)
+small_moe = ModelConfig(d_vocab=256, n_ctx=32, d_model=64, n_layers=2, n_heads=8, n_kv_heads=2, d_mlp=128,
+                        mlp="swiglu", norm="rmsnorm", positions="rotary", bias=False, tie_embeddings=False,
+                        n_experts=4, experts_per_token=2)
+batch, seq_len = 2, 32
+for name, c in (("GPT-2-style", small_gpt), ("GQA + SwiGLU + 4 experts, top-2", small_moe)):
+    model = Decoder(c).to(device)
+    tokens = torch.randint(0, c.d_vocab, (batch, seq_len), device=device)
+    predicted = compute.forward_flops(c, seq_len, batch)
+    measured = compute.measure_flops(model, tokens)
+    trained = compute.measure_flops(model, tokens, backward=True)
+    print(f"{name}: forward predicted {predicted['total']:,} (weights {predicted['weights']:,}, attention "
+          f"{predicted['attention']:,}), measured {measured:,}; forward + backward = {trained / measured:.1f} x forward")
+
+# %% [markdown]
+# The measured numbers equal the formula for both models, the mixture of experts included: each
+# token really runs through only its 2 experts, so the cost follows the *active* parameters. The
+# backward pass costs twice the forward (one product for the gradient with respect to the
+# activations, one for the weights), so a training step costs 3 x 2N = **6N** FLOPs per token, and
+# training on D tokens about **6ND**.
+#
+# The rule of thumb 2N leaves out two products: the attention term and the unembedding (N, by the
+# scaling-law convention, excludes the embedding matrices, but the unembedding is still a matrix
+# product, tied or not). For a small model both matter; for a large one they are a few percent:
+
+# %%
+for name, c, seq in (("GPT-2 small", counting.GPT2_SMALL, 1024), ("GPT-3 175B", counting.GPT3_175B, 2048)):
+    exact, rule = compute.forward_flops_per_token(c, seq), compute.approximate_forward_flops(c)
+    print(f"{name}: exact {exact:.4g} FLOPs per token at {seq:,} tokens, 2N = {rule:.4g} ({exact / rule:.3f} x)")
+gpt3_n = counting.count_parameters(counting.GPT3_175B)["total"]
+print(f"GPT-3 training on 300B tokens: 6ND = {compute.training_flops(gpt3_n, 300e9):.3g} FLOPs")
+
+
+# %% [markdown]
+# That last figure is the training compute the GPT-3 paper reports for its 300B training tokens,
+# recovered from nothing but the shape of the model and the number of tokens.
+#
+# ### Exercise: training FLOPs (2 points, difficulty 2/3, about 10 min)
+#
+# Write `training_flops_estimate(cfg, n_tokens)`: the 6ND estimate for training the model `cfg` on
+# `n_tokens` tokens, where N is the number of parameters one token runs through *without* the
+# embedding, position and unembedding matrices (the convention of the scaling-law papers; biases and
+# norms stay in). For a mixture of experts, only the `experts_per_token` experts a token uses count.
+# You may use `counting.active_parameters(cfg)`, which returns the same categories as
+# `count_parameters` for one token's path. An answer within float32 rounding passes.
+
+# %%
+def training_flops_estimate(cfg: ModelConfig, n_tokens: int) -> float:
+    """About 6 N D: N the active non-embedding parameters, D = n_tokens."""
+    # BEGIN SOLUTION
+    counts = counting.active_parameters(cfg)
+    n = counts["total"] - counts["embedding"] - counts["positions"] - counts["unembedding"]
+    return 6 * n * n_tokens
+    # END SOLUTION
+
+
+# %%
+check_training_flops_estimate(training_flops_estimate)
+
+# %% [markdown]
+# Hints: `hint("training_flops_estimate")`, then `hint("training_flops_estimate", 2)`.
+#
+# ### Capacity and cost of a mixture of experts
+#
+# For Mixtral the two answers differ by a factor of more than three: the FLOPs per token follow the
+# active parameters, while the memory needed to hold the model follows the total.
+
+# %%
+moe = compute.moe_capacity_and_cost(counting.MIXTRAL_8X7B, seq_len=4096)
+print(f"total parameters:  {moe['total_parameters'] / 1e9:.1f}B")
+print(f"active parameters: {moe['active_parameters'] / 1e9:.1f}B ({moe['active_fraction']:.1%} of the total)")
+print(f"forward FLOPs per token: {moe['flops_per_token']:.3g} (with one expert per layer: {moe['flops_per_token_one_expert']:.3g})")
+dense_equivalent = compute.approximate_forward_flops(counting.MIXTRAL_8X7B.with_(experts_per_token=8))
+print(f"a dense model of the same size would cost 2N = {dense_equivalent:.3g} per token")
+
+# %% [markdown]
+# ## 6. From parameters to bytes
+#
+# Training with Adam keeps, per parameter: the weight, its gradient, and two moment estimates. In
+# float32 that is 4 bytes each, 16 bytes per parameter. Storing everything in bfloat16 halves it;
+# the usual *mixed* precision keeps bf16 weights and gradients but float32 moments plus a float32
+# master copy of the weights, so it saves nothing here (it saves on activations and arithmetic). The
+# test suite compares these with the bytes of a real `torch.optim.Adam` state.
+
+# %%
+GB = 1e9
+for name, c in (("GPT-2 small", counting.GPT2_SMALL), ("Llama 3 8B", counting.LLAMA3_8B), ("GPT-3 175B", counting.GPT3_175B)):
+    n = counting.count_parameters(c)["total"]
+    parts = {p: compute.training_memory(n, p)["total"] / GB for p in compute.PRECISIONS}
+    print(f"{name:>11}: " + ", ".join(f"{p} {gb:,.1f} GB" for p, gb in parts.items()) + f"  (weights alone in bf16: {2 * n / GB:,.1f} GB)")
+
+# %% [markdown]
+# Activations come on top and depend on the batch; none of this fits GPT-3 on one accelerator,
+# which is why such models are trained across many.
+#
+# ### The KV cache
+#
+# Generating text one token at a time, a model keeps every earlier token's keys and values so it
+# does not recompute them: per token, `2 * n_layers * n_kv_heads * d_head` numbers. Grouped-query
+# attention exists mostly for this: with 8 key/value heads instead of 32, Llama 3 8B's cache is four
+# times smaller.
+
+# %%
+for name, c in (("Llama 3 8B (8 KV heads)", llama), ("same without GQA (32 KV heads)", llama.with_(n_kv_heads=None))):
+    per_token = compute.kv_cache_bytes_per_token(c, bytes_per_value=2)
+    print(f"{name:>31}: {per_token:,} bytes per token in bf16, {per_token * c.n_ctx / GB:.2f} GB for {c.n_ctx:,} tokens")
+
+# %% [markdown]
+# ## 7. Explore: a live parameter and FLOP breakdown
+#
+# First a static picture for one setting (Llama 3 8B's shape), for readers without a running kernel;
+# then the widget. Move the sliders for width, depth, heads, key/value heads, vocabulary, context,
+# experts and k; the bars show the parameters per part (total and active) and the forward FLOPs per
+# token at the full context. A setting the counter refuses shows the library's error instead.
+
+# %%
+from course_utils.viz.parameter_counting import STYLES, counter_readout, counter_state, counter_widget, plot_counter
+
+llama_style = list(STYLES)[1]
+static = counter_state(llama_style, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8, d_vocab=128256,
+                       n_ctx=8192, n_experts=1, experts_per_token=1)
+print(counter_readout(static).replace("<br>", "\n"))
+figure_image(plot_counter(static))
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: a widget draws into an Output area, which nbval cannot follow.
+counter_widget()
+
+# %% [markdown]
+# ## 8. When the configuration is wrong
+#
+# A configuration that cannot describe a model is refused where it enters the library, with the
+# name of the field at fault, rather than producing a silently wrong count.
+
+# %%
+bad_settings = [dict(d_model=100, n_heads=12), dict(n_heads=12, n_kv_heads=5), dict(n_layers=0),
+                dict(n_experts=4, experts_per_token=6), dict(mlp="swish"), dict(positions="alibi")]
+base = dict(d_vocab=1000, n_ctx=64, d_model=96, n_layers=2, n_heads=12)
+for change in bad_settings:
+    try:
+        ModelConfig(**{**base, **change})
+    except (ValueError, TypeError) as error:
+        print(f"{type(error).__name__}: {error}")
+
+# %% [markdown]
+# ## Summary
+#
+# - One configuration and one counter account for every parameter, by category; real modules built
+#   on the meta device (the course's own and, in the tests, Hugging Face's GPT-2, Llama and Mixtral)
+#   agree category by category.
+# - GPT-3's 175B is about two thirds MLP and one third attention; careful counts differ by what they
+#   include (biases, norms, positions, tying).
+# - Forward ≈ 2N FLOPs per token plus an attention term, training ≈ 6ND; a mixture of experts costs
+#   what its active parameters cost but must hold all of them.
+# - Training with Adam needs about 16 bytes per parameter before activations; grouped-query attention
+#   shrinks the KV cache by the ratio of query heads to key/value heads.
