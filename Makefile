@@ -7,7 +7,7 @@ PORT   ?= 8888
 # JupyterLab refuses to run as root unless told; only pass the flag when we are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: setup setup-test lab test test-fast release clean
+.PHONY: setup setup-test lab test test-fast notebooks release clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; set PYTHON=python3.x")'
@@ -38,6 +38,22 @@ test: setup-test
 # The quick loop while editing: no notebooks (nbval), no browser, nothing marked slow.
 test-fast: setup-test
 	$(BIN)/python -m pytest -o addopts="-ra -q" -m "not slow and not browser and not gpu" tests $(PYTEST_ARGS)
+
+# Each notebook is built from its text source, notebooks/src/NN_topic.py (jupytext's percent format,
+# the only file anyone edits): jupytext writes the cells into notebooks/NN_topic.ipynb, keeping the
+# committed notebook's cell ids (--update); nbconvert executes it in notebooks/ with the test
+# environment's kernel, as nbval does, recording no timestamps; the widgets get stable ids in place of
+# the kernel's random ones. One notebook: make notebooks NB=03_attention
+NB ?= $(wildcard notebooks/src/[0-9][0-9]_*.py)
+
+notebooks: setup-test
+	@set -e; for name in $(basename $(notdir $(NB))); do \
+		echo "== $$name"; \
+		$(BIN)/jupytext --quiet --update --to ipynb --output notebooks/$$name.ipynb notebooks/src/$$name.py; \
+		$(BIN)/jupyter nbconvert --log-level=WARN --to notebook --execute --inplace \
+			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False notebooks/$$name.ipynb; \
+		$(BIN)/python notebooks/stable_widget_ids.py notebooks/$$name.ipynb; \
+	done
 
 release: setup
 	$(BIN)/course-lab release --out student

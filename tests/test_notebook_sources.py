@@ -8,7 +8,9 @@ does that."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import uuid
 from pathlib import Path
 
 import jupytext
@@ -147,3 +149,45 @@ def test_a_notebook_without_a_source_and_a_source_without_a_notebook_are_reporte
     shutil.copy(tmp_path / "src" / "05_planted.py", tmp_path / "src" / "07_orphan.py")
     assert unpaired(tmp_path) == ["06_orphan.ipynb has no source src/06_orphan.py",
                                   "src/07_orphan.py has no notebook 07_orphan.ipynb"]
+
+
+def _stable_widget_ids():
+    spec = importlib.util.spec_from_file_location("stable_widget_ids", NOTEBOOK_DIR / "stable_widget_ids.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", course_notebooks(), ids=lambda p: p.name)
+def test_committed_widget_ids_are_the_stable_ones(path):
+    """A notebook executed outside `make notebooks` keeps the kernel's random widget ids."""
+    nb = read(path)
+    assert _stable_widget_ids().stable_widget_ids(nb) == nb, f"run `make notebooks NB={path.stem}`"
+
+
+def _widget_notebook(ids: list[str], order: list[int]) -> nbformat.NotebookNode:
+    """A displayed box holding a slider (with its layout), and a widget nothing displays."""
+    box, slider, layout, hidden = ids
+    state = {box: {"model_name": "VBoxModel", "state": {"children": [f"IPY_MODEL_{slider}"]}},
+             slider: {"model_name": "FloatSliderModel", "state": {"layout": f"IPY_MODEL_{layout}"}},
+             layout: {"model_name": "LayoutModel", "state": {}},
+             hidden: {"model_name": "LabelModel", "state": {"value": "not shown"}}}
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("box", id="cell", outputs=[nbformat.v4.new_output(
+        "display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": box}, "text/plain": "VBox()"})])]
+    widgets = {ids[i]: state[ids[i]] for i in order}  # the state in another order, as another run may store it
+    nb.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": widgets}}
+    return nb
+
+
+def test_widget_ids_do_not_depend_on_the_kernels_random_ones():
+    stable = _stable_widget_ids().stable_widget_ids
+    one = stable(_widget_notebook([uuid.uuid4().hex for _ in range(4)], [0, 1, 2, 3]))
+    other = stable(_widget_notebook([uuid.uuid4().hex for _ in range(4)], [3, 2, 1, 0]))
+    assert nbformat.writes(one) == nbformat.writes(other)
+    name = [f"{n:032x}" for n in range(1, 5)]
+    state = one.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+    assert one.cells[0].outputs[0].data["application/vnd.jupyter.widget-view+json"]["model_id"] == name[0]
+    assert state[name[0]]["state"]["children"] == [f"IPY_MODEL_{name[1]}"]  # reached from the box, depth first
+    assert state[name[1]]["state"]["layout"] == f"IPY_MODEL_{name[2]}"
+    assert state[name[3]]["model_name"] == "LabelModel"  # displayed by nothing: last
