@@ -6,8 +6,7 @@ repeat) and ``forward_with_cache`` (the model run on new tokens only, reusing ev
 position's K and V). Both take ``impl``: ``"reference"`` runs the readable cache of ``kv_cache.py``,
 ``"fused"`` the fast one of ``kv_cache_fused.py`` (Q, K and V in one matmul, PyTorch's SDPA, K and V
 written in place into buffers allocated once, the weights gathered once per call and the checks
-done once in ``generate``); the tokens are the same (tested). ``KVCache`` and ``cached_attention``
-can be imported from here too.
+done once in ``generate``); the tokens are the same (tested).
 ``generate(model, ids, 20, temperature=0)`` -> the prompt and 20 greedy tokens.
 Leaves out beam search, batched prompts of different lengths and a cache that slides past n_ctx.
 """
@@ -23,7 +22,6 @@ from torch import Tensor
 from course_utils.gpt import GPT
 from course_utils.gpt_config import check_tokens
 from course_utils.kv_cache import KVCache, _reference_step
-from course_utils.kv_cache import cached_attention  # noqa: F401 (notebook 09's checks import it from here)
 from course_utils.kv_cache_fused import _buffers_for, _Buffers, _final_logits, _fused_cached_blocks, _fused_layers
 from course_utils.sampling import sample_next_token
 

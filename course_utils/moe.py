@@ -20,7 +20,7 @@ from jaxtyping import Float
 from torch import Tensor, nn
 
 from course_utils.moe_dispatch import Expert, dispatch_dense, dispatch_grouped
-from course_utils.moe_dispatch import dispatch_naive  # noqa: F401 (notebook 07 and its checks call moe.dispatch_naive)
+from course_utils.moe_dispatch import dispatch_naive  # noqa: F401 (notebook 07 calls moe.dispatch_naive)
 from course_utils.moe_routing import (
     Routing,
     _check_no_nan,
