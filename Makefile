@@ -42,8 +42,9 @@ test-fast: setup-test
 # Each notebook is built from its text source, notebooks/src/NN_topic.py (jupytext's percent format,
 # the only file anyone edits): jupytext writes the cells into notebooks/NN_topic.ipynb, keeping the
 # committed notebook's cell ids (--update); nbconvert executes it in notebooks/ with the test
-# environment's kernel, as nbval does, recording no timestamps; the widgets get stable ids in place of
-# the kernel's random ones. One notebook: make notebooks NB=03_attention
+# environment's kernel, as nbval does, recording no timestamps and merging each cell's printed text
+# as nbval compares it (how it arrives in pieces depends on timing); the widgets get stable ids in
+# place of the kernel's random ones. One notebook: make notebooks NB=03_attention
 NB ?= $(wildcard notebooks/src/[0-9][0-9]_*.py)
 
 notebooks: setup-test
@@ -51,7 +52,9 @@ notebooks: setup-test
 		echo "== $$name"; \
 		$(BIN)/jupytext --quiet --update --to ipynb --output notebooks/$$name.ipynb notebooks/src/$$name.py; \
 		$(BIN)/jupyter nbconvert --log-level=WARN --to notebook --execute --inplace \
-			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False notebooks/$$name.ipynb; \
+			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False \
+			--NotebookExporter.preprocessors='["nbconvert.preprocessors.CoalesceStreamsPreprocessor"]' \
+			notebooks/$$name.ipynb; \
 		$(BIN)/python notebooks/stable_widget_ids.py notebooks/$$name.ipynb; \
 	done
 
