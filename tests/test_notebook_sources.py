@@ -54,10 +54,11 @@ def disagreements(notebook: Path) -> list[str]:
 
 def _difference(mine, theirs) -> str:
     """The two values, or for two texts their first line that differs."""
-    if isinstance(mine, str) and isinstance(theirs, str) and "\n" in mine + theirs:
+    if isinstance(mine, str) and isinstance(theirs, str):
         ours, committed = mine.splitlines() + ["(end)"], theirs.splitlines() + ["(end)"]
-        line = next(i for i, (a, b) in enumerate(zip(ours, committed)) if a != b)
-        return f"line {line + 1}: source {ours[line]!r:.100}, notebook {committed[line]!r:.100}"
+        line = next((i for i, (a, b) in enumerate(zip(ours, committed)) if a != b), None)
+        if line is not None:  # else they differ in line endings only
+            return f"line {line + 1}: source {ours[line]!r:.100}, notebook {committed[line]!r:.100}"
     return f"source {mine!r:.100}, notebook {theirs!r:.100}"
 
 
