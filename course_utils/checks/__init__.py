@@ -1,7 +1,7 @@
 """Graded checks: a package per notebook, a file per exercise, plus the shared machinery
 (``core``: the ``Exercise`` model and its verdicts; ``outcome``: what a student's call did, in one
 line; ``compare``: how answers are compared; ``bank``: the decorators that keep each mistake
-beside its hint).
+beside its hint; ``shared``: the worked example and properties several notebooks use).
 
 ``checks/<notebook>/<exercise>.py`` holds one exercise whole: its reference, cases, mistakes with
 their hints, accepted alternatives and hint levels, its ``Exercise`` and its ``check_<name>``
@@ -35,7 +35,7 @@ __all__ = [
     "hint",
 ]
 
-_MACHINERY = {"core", "compare", "bank", "outcome"}
+_MACHINERY = {"core", "compare", "bank", "outcome", "shared"}
 
 
 def check_modules() -> list[str]:
@@ -60,8 +60,6 @@ def all_exercises() -> dict[str, Exercise]:
 def exercise_modules(notebook: str) -> list[str]:
     """The exercise files of one notebook's package, as module names (``_``-prefixed helpers left out)."""
     package = importlib.import_module(f"{__name__}.{notebook}")
-    if not hasattr(package, "__path__"):  # TRANSITION: a notebook whose checks are still one module
-        return [package.__name__]
     return sorted(
         f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
     )

@@ -11,7 +11,8 @@ import torch
 from course_utils import masking
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
-from course_utils.checks.masking_softmax_temperature._shared import F64, no_nan
+from course_utils.checks.masking_softmax_temperature._shared import F64
+from course_utils.checks.shared import no_nan
 from course_utils.softmax import masked_softmax, softmax
 
 

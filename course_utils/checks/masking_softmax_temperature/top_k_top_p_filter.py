@@ -12,7 +12,8 @@ import torch
 from course_utils import sampling
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
-from course_utils.checks.masking_softmax_temperature._shared import F64, WORKED_LOGITS
+from course_utils.checks.masking_softmax_temperature._shared import F64
+from course_utils.checks.shared import WORKED_LOGITS, rows_sum_to_one
 from course_utils.softmax import softmax
 
 
@@ -37,10 +38,6 @@ def _filter_cases(seed: int) -> list[Case]:
         ),
         Case("top token alone exceeds top_p=0.5", (worked, None, 0.5)),
     ]
-
-
-def _rows_sum_to_one(case: Case, out) -> bool:
-    return bool(torch.allclose(out.double().sum(-1), torch.ones((), dtype=F64), atol=1e-5))
 
 
 def _renormalise(p):
@@ -147,7 +144,7 @@ TOP_K_TOP_P = Exercise(
     cases=_filter_cases,
     properties=[
         Property(
-            "rows sum to 1", _rows_sum_to_one, "each row should sum to 1 after filtering: renormalise what you keep"
+            "rows sum to 1", rows_sum_to_one, "each row should sum to 1 after filtering: renormalise what you keep"
         )
     ],
     mistakes=bank.mistakes,

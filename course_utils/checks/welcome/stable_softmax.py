@@ -10,6 +10,7 @@ import torch
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
+from course_utils.checks.shared import rows_sum_to_one
 from course_utils.softmax import softmax
 
 
@@ -32,10 +33,6 @@ def _cases(seed: int) -> list[Case]:
         ),
         Case("float32 logits in a (2, 2, 4) tensor", (4 * torch.randn(2, 2, 4, generator=gen),)),
     ]
-
-
-def _rows_sum_to_one(case: Case, out) -> bool:
-    return bool(torch.allclose(out.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-5))
 
 
 bank = Bank()
@@ -118,7 +115,7 @@ STABLE_SOFTMAX = Exercise(
     properties=[
         Property(
             "rows sum to 1",
-            _rows_sum_to_one,
+            rows_sum_to_one,
             "each row should sum to 1: normalise over the last dimension, keeping it so the division broadcasts",
         ),
     ],

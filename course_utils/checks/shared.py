@@ -1,0 +1,28 @@
+"""What exercises of different notebooks share: the course's worked example and common properties.
+
+- ``WORKED_LOGITS``: the next-token logits of the running example (CAT, DOG, IS, LOVELY) that
+  notebook 04 turns into probabilities (0.772 for CAT) and notebook 09 scores with a loss.
+- ``rows_sum_to_one``: the property every probability output has (a softmax, a filtered and
+  renormalised distribution), checked in float64 to 1e-5.
+- ``no_nan``: the property "the output holds no NaN" (a fully masked row must not poison the rest).
+
+Leaves out: anything only one notebook uses (that stays in its package's ``_`` modules).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.checks.core import Case
+
+WORKED_LOGITS = torch.tensor([6.2, 4.9, 2.1, 1.0])  # CAT, DOG, IS, LOVELY
+
+
+def rows_sum_to_one(case: Case, out) -> bool:
+    """The property "each row sums to 1" (the last dimension), to 1e-5 in float64."""
+    return bool(torch.allclose(out.double().sum(-1), torch.ones((), dtype=torch.float64), atol=1e-5))
+
+
+def no_nan(case: Case, out) -> bool:
+    """The property "no NaN": ``out`` is a tensor without a single NaN."""
+    return isinstance(out, torch.Tensor) and not torch.isnan(out).any()
