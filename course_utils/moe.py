@@ -9,7 +9,8 @@ dispatches (the per-token loop as the readable reference, the grouped one used i
 dense one) in ``course_utils.moe_dispatch``; the names notebook 07 uses (``moe.top_k_gates``,
 ``moe.dispatch_naive``, ...) can be reached from here too. Load-balancing losses are in
 ``course_utils.moe_balancing``, the training experiment in ``course_utils.moe_experiment``.
-Leaves out expert parallelism, shared experts, router jitter noise and fused grouped matmuls.
+Leaves out expert parallelism, shared experts (counted in ``moe_counting``), router jitter noise and
+fused grouped matmuls.
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ class MoE(nn.Module):
     (n_experts, d_model, d_mlp) and ``W_out`` (n_experts, d_mlp, d_model), as transformers stores
     them. With ``capacity_factor`` set, each expert takes at most ``expert_capacity(tokens,
     n_experts, k, capacity_factor)`` assignments per call and drops the rest. ``selection_bias`` (a
-    buffer, zeros by default) is DeepSeek-V3's balancing bias. ``dispatch`` is ``"grouped"`` or ``"dense"``.
+    buffer, zeros by default) is DeepSeek-V3's balancing bias, added to the softmax probabilities for
+    choosing only (V3 itself adds it to sigmoid affinities: ``moe_deepseek``). ``dispatch`` is
+    ``"grouped"`` or ``"dense"``.
     ``generator`` (a CPU ``torch.Generator``), if given, draws the initial weights instead of torch's
     global random state (the same numbers as ``torch.manual_seed`` with that seed).
     """

@@ -5,7 +5,8 @@ to expert i and Pᵢ the mean router probability of expert i over all tokens; α
 routing), ``router_z_loss`` (mean squared log-sum-exp of the logits), the auxiliary-loss-free bias
 update of DeepSeek-V3 (``update_selection_bias``) and two summaries of a load (``load_shares``,
 ``usage_entropy``). The training experiment is ``course_utils.moe_experiment``.
-Leaves out sequence-level and device-level balancing losses and expert-choice routing.
+DeepSeek-V3's sequence-wise loss and sigmoid router are in ``course_utils.moe_deepseek``.
+Leaves out device-level balancing losses and expert-choice routing.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def _load_balancing_loss(router_logits: Tensor, k: int, alpha: float, indices: T
 
 def router_z_loss(router_logits: Float[Tensor, "tokens n_experts"]) -> Float[Tensor, ""]:
     """ST-MoE's z-loss: mean over tokens of (log Σⱼ exp logitⱼ)², which keeps the logits small.
+
+    ST-MoE adds it to the training loss with the coefficient c_z = 1e-3.
 
     ``router_z_loss(torch.zeros(2, 4))`` -> ``(ln 4)² = 1.9218``.
     """

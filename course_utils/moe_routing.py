@@ -72,8 +72,9 @@ def top_k_gates(
 
     ``top_k_gates(torch.tensor([[2., 1., 0.]]).log(), 2)`` -> gates ``[[2/3, 1/3]]``, indices ``[[0, 1]]``.
     Indices come in decreasing order of probability (``torch.topk``'s order). ``selection_bias``
-    (DeepSeek-V3's balancing bias) is added to the scores for choosing the experts only; the gates
-    stay the renormalised router probabilities.
+    (DeepSeek-V3's balancing rule, applied here to softmax probabilities) is added to the scores for
+    choosing the experts only; the gates stay the renormalised router probabilities. DeepSeek-V3's
+    own router (sigmoid affinities) is ``moe_deepseek.deepseek_v3_gates``.
     """
     router_logits = check_router_logits(router_logits)
     check_experts_and_k(router_logits.shape[-1], k)

@@ -189,6 +189,17 @@ def test_switch_loss_grows_as_routing_collapses():
     assert losses[-1] == pytest.approx(8 * 0.5, rel=1e-3)  # two experts take everything: E · (½·½ + ½·½) = E/2
 
 
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_switch_loss_maximum_is_alpha_E_over_k(k):
+    alpha, n_experts = 0.01, 8
+    extreme = torch.zeros(50, n_experts, dtype=torch.float64)
+    extreme[:, :k] = 60.0  # every token: all its probability on experts 0..k-1, which it picks
+    assert float(load_balancing_loss(extreme, k, alpha)) == pytest.approx(alpha * n_experts / k, rel=1e-12)
+    for seed in range(20):  # none exceeds it: a token picks an expert once, so fᵢ ≤ 1/k and Σ fᵢPᵢ ≤ Σ Pᵢ / k = 1/k
+        logits = _logits(30, n_experts, seed=seed) * (seed + 1)
+        assert float(load_balancing_loss(logits, k, alpha)) <= alpha * n_experts / k + 1e-12
+
+
 def test_switch_loss_gradient_reaches_the_router_weights():
     torch.manual_seed(0)
     moe = MoE(8, 12, 4, 2).double()

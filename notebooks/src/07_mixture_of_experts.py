@@ -46,7 +46,8 @@
 # 4. write the **load-balancing loss** of the Switch Transformer (exercise) and the router z-loss;
 # 5. train a small MoE three ways (no balancing, the auxiliary loss, DeepSeek-V3's bias) and watch
 #    the load over training;
-# 6. count Mixtral 8x7B's parameters: two honest answers to "how big is it?".
+# 6. count Mixtral 8x7B's parameters: two honest answers to "how big is it?";
+# 7. meet shared and fine-grained experts and DeepSeek-V3's router, and count DeepSeek-V3's parameters.
 
 # %% [markdown]
 # ## 1 · Set up
@@ -69,7 +70,9 @@ print("computing on", describe_device(device))  # this machine's device: the tes
 # layer keeps that interface (a `(batch, pos, d_model)` tensor in, the same shape out) but holds
 # $E$ experts. Mixtral's experts are **SwiGLU** MLPs, which have three matrices instead of two:
 # $\text{expert}(x) = \big(\operatorname{silu}(x W_\text{gate}) \odot x W_\text{in}\big) W_\text{out}$.
-# Compare one dense GELU MLP with an MoE layer of 8 SwiGLU experts, 2 used per token:
+# At the same hidden width `d_mlp`, a SwiGLU expert therefore holds 1.5 times the parameters of a
+# GELU MLP. Compare one dense GELU MLP, one dense SwiGLU MLP (a single expert on its own) and an MoE
+# layer of 8 SwiGLU experts, 2 used per token, all with the same `d_model` and `d_mlp`:
 
 # %%
 from course_utils.mlp import MLP
@@ -80,15 +83,21 @@ layer = moe.MoE(d_model, d_mlp, n_experts, k)
 x = torch.randn(2, 5, d_model)  # (batch, pos, d_model)
 print("dense MLP output:", tuple(dense(x).shape), "  MoE output:", tuple(layer(x).shape))
 dense_params = sum(p.numel() for p in dense.parameters())
+swiglu_params = sum(p.numel() for p in moe.SwiGLU(d_model, d_mlp).parameters())
 moe_params = sum(p.numel() for p in layer.parameters())
-print(f"dense MLP parameters:          {dense_params:>8,}")
+print(f"dense GELU MLP parameters:     {dense_params:>8,}")
+print(f"dense SwiGLU MLP parameters:   {swiglu_params:>8,} = {swiglu_params / dense_params} x the GELU MLP")
 print(f"MoE parameters held:           {moe_params:>8,}")
-print(f"MoE parameters used per token: {layer.active_parameters():>8,} (router + {k} experts)")
+print(f"MoE parameters used per token: {layer.active_parameters():>8,} (router {d_model * n_experts} + {k} experts)")
+wide = sum(p.numel() for p in moe.SwiGLU(d_model, k * d_mlp).parameters())
+print(f"a dense SwiGLU MLP {k} times as wide (d_mlp = {k * d_mlp}) uses {wide:,} per token too, "
+      f"but the MoE holds {moe_params / wide:.2f} times as many (E/k = {n_experts // k}, plus the router)")
 
 # %% [markdown]
 # The MoE layer holds many times the dense MLP's parameters, yet each token only passes through the
-# router and two experts. That gap between *held* and *used* is the whole point, and section 9
-# measures it for Mixtral.
+# router and two experts: per token it costs what a dense SwiGLU MLP $k$ times as wide costs (plus
+# the small router), while holding $E/k$ times as much. That gap between *held* and *used* is the
+# whole point; section 9 measures it for Mixtral and section 10 for DeepSeek-V3.
 
 # %% [markdown]
 # ## 3 · The router
@@ -172,12 +181,11 @@ for top in (1, 2):  # at k = 1 the gradient is rounding noise, which differs bet
 # flatten the (token, slot) assignments, sort them by expert so that each expert's tokens form
 # one contiguous block, gather those rows (`index_select`), run each expert **once** on its block,
 # multiply by the gates and add the results back into their tokens' rows (`index_add_`). The only
-# Python loop left is over the $E$ experts. Both against each other, on a layer with random weights
-# (counting the expert calls, which does not depend on how busy the machine is):
+# Python loop left is over the $E$ experts. Both against each other, on a layer with random weights.
+# Instead of timing them (seconds depend on the machine and its load), count the work: the expert
+# calls, the matrix products they launch, and the multiply-adds, which are the same in both:
 
 # %%
-import time
-
 torch.manual_seed(0)
 layer = moe.MoE(d_model, d_mlp, n_experts, k, init_std=0.1)
 tokens = torch.randn(512, d_model)
@@ -192,23 +200,18 @@ with torch.no_grad():
     moe.dispatch_naive(tokens, routing.indices, routing.gates, counted)
     n_naive = len(calls)
     moe.dispatch_grouped(tokens, routing.indices, routing.gates, counted)
-print(f"expert calls: per-token loop {n_naive}, grouped {len(calls) - n_naive}")
+n_grouped = len(calls) - n_naive
+print(f"expert calls: per-token loop {n_naive}, grouped {n_grouped}")
+print(f"matrix products (3 per call): per-token loop {3 * n_naive:,} of 1 row each, "
+      f"grouped {3 * n_grouped} of {tokens.shape[0] * k // n_experts} rows on average")
+print(f"multiply-adds in the experts, both ways: {routing.indices.numel() * 3 * d_model * d_mlp:,} "
+      f"(tokens x k x 3 x d_model x d_mlp)")
 print("assignments per expert:", routing.load().tolist(), " total:", int(routing.load().sum()), "= tokens x k")
 
-
-# %% tags=["nbval-ignore-output"]
-# Output not compared by the tests: timings depend on the machine and its load.
-def best_of(fn, repeats=5):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter(); fn(); times.append(time.perf_counter() - start)
-    return min(times)
-
-few, few_routing = tokens[:256], layer.route(tokens[:256])
-with torch.no_grad():
-    t_loop = best_of(lambda: moe.dispatch_naive(few, few_routing.indices, few_routing.gates, layer.experts))
-    t_grouped = best_of(lambda: moe.dispatch_grouped(few, few_routing.indices, few_routing.gates, layer.experts))
-print(f"256 tokens: per-token loop {t_loop * 1e3:.1f} ms, grouped {t_grouped * 1e3:.2f} ms: {t_loop / t_grouped:.0f}x faster")
+# %% [markdown]
+# The arithmetic is identical; the loop pays the fixed cost of a Python call and a kernel launch
+# for each of its thousands of one-row products, and a GPU would sit nearly idle on each of them.
+# How many times slower that makes it depends on the machine, so it is not printed here.
 
 
 # %% [markdown]
@@ -242,13 +245,20 @@ check_dispatch_and_combine(dispatch_and_combine)
 # %% [markdown]
 # ## 5 · Capacity: what happens when an expert is full
 #
-# On a GPU or across many machines, every expert gets a buffer of fixed size, its **capacity**:
-# $\lceil \text{capacity factor} \cdot T \cdot k / E \rceil$ slots for $T$ tokens. A factor of 1
+# Capacity is the design of GShard and the Switch Transformer, which were written for TPUs, where
+# every tensor's shape must be known when the program is compiled. Every expert gets a buffer of
+# fixed size, its **capacity**: $\lceil \text{capacity factor} \cdot T \cdot k / E \rceil$ slots for $T$ tokens. A factor of 1
 # leaves exactly enough room if the load is perfectly even; values a little above 1 are common.
 # When more assignments arrive than an expert has slots, the overflow is **dropped**: that expert
 # adds nothing for those tokens (every token's first choice is served before anyone's second,
 # then in token order). A dropped token still reaches the next layer through the residual
 # connection, unchanged, which is better than a crash but worse than being processed.
+#
+# Many newer models drop nothing (**dropless** routing). MegaBlocks writes the experts' work as
+# block-sparse matrix products, so each expert takes however many tokens it is sent; Mixtral's
+# reference code and `transformers`' `MixtralSparseMoeBlock` have no capacity at all; DeepSeek-V3
+# drops no token in training or in inference and relies on its load balancing instead. The course's
+# `MoE` is dropless unless `capacity_factor` is set.
 #
 # Inputs that share a common direction, and a router whose first two columns point along it, so
 # experts 0 and 1 are everyone's favourites; capacity factor 1:
@@ -274,6 +284,16 @@ report = capacity_report(skewed, crowd, 1.0)
 fig = plot_capacity(report, "a skewed router at capacity factor 1.0")
 
 # %% [markdown]
+# The same tokens through the same router, dropless: nothing is lost, and the price is paid in time
+# instead: with the experts spread over several devices, the layer waits for its busiest expert:
+
+# %%
+dropless = capacity_report(skewed, crowd, None)
+busiest, even_share = int(dropless["load"].max()), dropless["assignments"] / n_experts
+print(f"dropless: dropped {dropless['total_dropped']}; the busiest expert takes {busiest} assignments, "
+      f"{busiest / even_share:.2f} x an even share ({even_share:.0f})")
+
+# %% [markdown]
 # The layer refuses impossible settings with a message that names the argument:
 
 # %%
@@ -293,7 +313,8 @@ for what, attempt in attempts.items():
 
 # %% [markdown]
 # Raising the capacity factor drops fewer tokens but reserves memory and compute that an even load
-# would never use. Keeping the load even is the better fix, and the subject of sections 7 and 8.
+# would never use. Keeping the load even is the better fix, with or without a capacity (it is what
+# makes dropless routing affordable), and the subject of sections 7 and 8.
 
 # %% [markdown]
 # ## 6 · The same layer as Mixtral's
@@ -342,7 +363,9 @@ if transformers is not None:
 # $$\mathcal{L}_\text{aux} = \alpha \cdot E \cdot \sum_{i=1}^{E} f_i \, P_i .$$
 #
 # When routing is perfectly even, $f_i = P_i = 1/E$ and the loss is exactly $\alpha$; it grows as the
-# load piles onto a few experts, up to $\alpha E$ when one expert takes everything with certainty.
+# load piles onto a few experts. A token picks an expert at most once, so $f_i \le 1/k$ and the
+# loss is at most $\alpha E / k$, reached when every token puts all its probability on the same $k$
+# experts (with $k = 1$: one expert takes everything, $\alpha E$).
 # $f_i$ is a count and carries no gradient, so the push reaches the router through $P_i$: experts
 # that receive many tokens get their probabilities lowered.
 
@@ -356,6 +379,11 @@ for strength in (0.0, 1.0, 3.0, 10.0):
     loss = moe_balancing.load_balancing_loss(skew, 1, alpha)
     share = moe_balancing.load_shares(moe.top_k_gates(skew, 1)[1], 8)[0].item()
     print(f"expert 0 favoured by {strength:>4}: share {share:.2f}, loss = {loss.item():.4f}")
+for top in (1, 2, 4):  # the extreme: every token, all its probability on experts 0 .. top-1
+    extreme = torch.zeros(512, 8)
+    extreme[:, :top] = 60.0
+    worst = moe_balancing.load_balancing_loss(extreme, top, alpha).item()
+    print(f"k={top}, all tokens on the same {top} expert(s): loss = {worst:.4f} = alpha * E / k = {alpha * 8 / top:.4f}")
 
 # %% [markdown]
 # Its gradient reaches the router's weights (and only them: the experts do not move):
@@ -415,14 +443,34 @@ if transformers is not None:
 # %% [markdown]
 # **The router z-loss** (ST-MoE) is a second, smaller term: the mean over tokens of
 # $\big(\log \sum_j e^{\ell_j}\big)^2$. It does not balance anything; it keeps the router's logits
-# small, because large logits make the softmax brittle in low precision. It is zero when
-# $\log \sum_j e^{\ell_j} = 0$, equals $(\ln E)^2$ when all logits are 0, and grows with the
-# square of the logits' scale:
+# small, because large logits make the softmax brittle in low precision (the exponentials overflow
+# or round away in bfloat16). It is zero when $\log \sum_j e^{\ell_j} = 0$, equals $(\ln E)^2$ when
+# all logits are 0, and grows with the square of the logits' scale. ST-MoE trains with both terms
+# added to the task loss, $\mathcal{L} = \mathcal{L}_\text{task} + c_B \mathcal{L}_\text{aux} + c_z \mathcal{L}_z$,
+# with $c_z$ = 1e-3 (and $c_B$ = 1e-2 for the balancing term, written $\alpha$ above). What the
+# z-loss adds to the training loss:
 
 # %%
+c_z = 1e-3  # ST-MoE's z-loss coefficient
 for scale in (0.0, 1.0, 10.0, 100.0):
     z = moe_balancing.router_z_loss(base * scale)
-    print(f"logits scaled by {scale:>5}: z-loss = {z.item():10.2f}")
+    print(f"logits scaled by {scale:>5}: z-loss = {z.item():10.2f}, added to the loss: c_z * z-loss = {c_z * z.item():.4f}")
+print(f"c_z = {c_z:.0e}")
+
+# %% [markdown]
+# Small logits cost almost nothing; large ones cost more than a language model's whole
+# cross-entropy (a few nats), so the optimiser pulls them back. The gradient says how: for a token
+# with $Z = \log \sum_j e^{\ell_j}$, $\partial (Z^2) / \partial \ell_i = 2 Z \operatorname{softmax}(\ell)_i$. When
+# $Z > 0$ every logit of that token is pushed down, the most probable ones hardest:
+
+# %%
+big = (base * 10).requires_grad_()
+moe_balancing.router_z_loss(big).backward()
+Z = torch.logsumexp(big.detach(), dim=-1, keepdim=True)  # (tokens, 1)
+expected = 2 * Z * torch.softmax(big.detach(), dim=-1) / big.shape[0]
+print("gradient == 2 Z softmax / T:", torch.allclose(big.grad, expected, rtol=1e-4, atol=1e-9))
+print(f"tokens with Z > 0: {int((Z > 0).sum())} of {big.shape[0]}; "
+      f"a gradient step lowers every one of their logits: {bool((big.grad[Z[:, 0] > 0] > 0).all())}")
 
 # %% [markdown]
 # ## 8 · Experiment: three ways to train a router
@@ -435,10 +483,12 @@ for scale in (0.0, 1.0, 10.0, 100.0):
 #
 # * **no balancing**: the mean squared error only;
 # * **auxiliary loss**: plus the Switch loss above;
-# * **bias balancing** (DeepSeek-V3, "auxiliary-loss-free"): a per-expert bias $b_i$ is added to the
-#   router's scores *for choosing the experts only*; the gates still come from the unbiased
-#   probabilities. After every step $b_i$ moves by a fixed small amount up if expert $i$ got less
-#   than the average load, down if it got more. No extra term touches the gradient.
+# * **bias balancing** (DeepSeek-V3's "auxiliary-loss-free" rule): a per-expert bias $b_i$ is added
+#   to the router's scores *for choosing the experts only*; the gates still come from the unbiased
+#   scores. After every step $b_i$ moves by a fixed small amount up if expert $i$ got less than the
+#   average load, down if it got more. No extra term touches the gradient. This run applies the
+#   rule to this notebook's softmax router; DeepSeek-V3 applies it to sigmoid affinities and keeps
+#   a tiny sequence-wise loss besides (section 10).
 
 # %%
 from tqdm.auto import tqdm
@@ -506,7 +556,18 @@ print("bias balancing: every sub-task has experts of its own:", disjoint(owners[
 # %% [markdown]
 # With bias balancing each sub-task ends up with experts to itself: the router learned to recognise
 # the sub-tasks and the experts specialised. Without balancing, some experts serve no sub-task at
-# all (they are parameters that are stored and never trained), and the remaining experts are shared.
+# the end, and the remaining experts are shared. Those experts were not idle from the start: they
+# got tokens in the first steps and **stopped receiving them early** (a stray token now and then
+# aside). From then on the task sends them almost no gradient, so they all but stop learning while
+# still being stored. The last step at which each one got more than 1% of the assignments:
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: results of float32 training, whose last digits differ between processors.
+for e in idle_experts(owners["none"]):
+    share = runs["none"].shares[:, e]
+    busy = torch.nonzero(share > 0.01).flatten()
+    print(f"expert {e}: above 1% last at step {int(busy.max()) + 1 if len(busy) else 0} of {cfg.steps}; "
+          f"mean share over the last 100 steps {share[-100:].mean().item():.4f}")
 
 # %% [markdown]
 # ### Explore: E, k, α and the capacity factor
@@ -608,14 +669,146 @@ print(f"forward pass: about {2 * mixtral_active / 1e9:.1f} GFLOP per token "
 # So Mixtral 8x7B holds about 46.7B parameters and uses about 12.9B of them per token.
 
 # %% [markdown]
+# ## 10 · Shared and fine-grained experts: DeepSeek-V3
+#
+# DeepSeekMoE changes the experts in two ways.
+#
+# * **Fine-grained experts.** Cut every expert into $m$ narrower ones and route each token to $m$
+#   times as many: the parameters and the compute stay the same, but the number of ways a token can
+#   combine experts explodes, so each expert can be more specialised.
+# * **Shared experts.** A few experts that every token passes through, with no router. Knowledge
+#   that every token needs lives there once instead of being learned again by many routed experts.
+#
+# The number of combinations, for 16 experts with 2 per token cut into quarters (64 experts,
+# 8 per token, as in the DeepSeekMoE paper's example):
+
+# %%
+import math
+
+print(f"16 experts, top-2: {math.comb(16, 2):,} combinations;  64 experts, top-8: {math.comb(64, 8):,}")
+
+# %% [markdown]
+# DeepSeek-V3 uses both. Its published configuration: `d_model` 7,168, 61 layers, of which the first
+# 3 keep a dense SwiGLU MLP of width 18,432; every other layer holds 1 shared and 256 routed
+# SwiGLU experts of width 2,048, 8 routed ones per token; a vocabulary of 129,280 with separate
+# input and output embeddings. Its attention is **multi-head latent attention** (MLA): queries,
+# keys and values pass through small low-rank *latents* (the KV cache keeps the latent, not the
+# keys and values). Notebook 08's `counting` has no formula for MLA, so
+# `moe_counting.mla_parameters` counts it from the published shapes; the MLPs, experts and norms are
+# counted by `counting`'s own formulas. Nothing is approximated: the router's selection bias (a
+# buffer moved by the balancing rule, not a trained weight) and the multi-token-prediction module
+# used only in training are left out, as the published total leaves them out.
+
+# %%
+from course_utils import moe_counting
+
+v3 = moe_counting.DEEPSEEK_V3
+print(f"d_model {v3.d_model:,}, {v3.n_layers} layers ({v3.n_dense_layers} dense, d_mlp {v3.d_mlp:,}), "
+      f"d_vocab {v3.d_vocab:,}; per MoE layer {v3.n_shared} shared + {v3.n_routed} routed experts "
+      f"of width {v3.d_expert:,}, top-{v3.k}")
+attention = moe_counting.mla_parameters(v3.d_model, v3.n_heads, v3.q_lora_rank, v3.kv_lora_rank,
+                                        v3.qk_nope_head_dim, v3.qk_rope_head_dim, v3.v_head_dim)
+print(f"MLA per layer ({v3.n_heads} heads, latents {v3.q_lora_rank:,} and {v3.kv_lora_rank}): {attention['total']:,}")
+v3_counts = moe_counting.count_deepseek(v3)
+for part in ("embedding", "unembedding", "attention", "norms", "dense_mlp", "shared_experts", "routed_experts", "router"):
+    print(f"  {part:<15} {v3_counts[part]:>16,}")
+print(f"held:           {v3_counts['total']:,} = {v3_counts['total'] / 1e9:.1f}B")
+print(f"used per token: {v3_counts['active']:,} = {v3_counts['active'] / 1e9:.1f}B "
+      f"(without the input embedding, a lookup that does no arithmetic: "
+      f"{(v3_counts['active'] - v3_counts['embedding']) / 1e9:.1f}B)")
+print(f"used / held = {v3_counts['active'] / v3_counts['total']:.3f} (Mixtral: {mixtral_active / mixtral_total:.3f})")
+
+# %% [markdown]
+# The paper reports 671B parameters, 37B of them used per token; the two usual conventions for
+# the per-token count bracket its 37B. The oracle, as for Mixtral: `transformers`'
+# `DeepseekV3ForCausalLM` (whose default configuration is V3's) built on the `meta` device:
+
+# %%
+if transformers is not None:
+    v3_config = transformers.DeepseekV3Config()
+    with torch.device("meta"):
+        v3_model = transformers.DeepseekV3ForCausalLM(v3_config)
+    v3_held = sum(p.numel() for p in v3_model.parameters())
+    v3_routed = sum(p.numel() for name, p in v3_model.named_parameters() if ".mlp.experts." in name)
+    v3_used = v3_held - v3_routed + v3_routed * v3_config.num_experts_per_tok // v3_config.n_routed_experts
+    print(f"sum(p.numel()): {v3_held:,} held, {v3_used:,} used per token")
+    print("formula == oracle:", (v3_held, v3_used) == (v3_counts["total"], v3_counts["active"]))
+    del v3_model
+
+# %% [markdown]
+# ### DeepSeek-V3's router
+#
+# DeepSeek-V3 routes differently from Mixtral in three ways:
+#
+# 1. Each expert's **affinity** is a sigmoid, $s_i = \sigma(\ell_i)$, not a softmax: every $s_i$ lies
+#    in $(0, 1)$ on its own, and the affinities of a token do not add up to 1.
+# 2. The $k$ experts are **chosen** by $s_i + b_i$, where $b_i$ is the balancing bias of section 8.
+# 3. The **gates** are the chosen experts' affinities $s_i$ (without the bias) divided by their sum.
+#    The bias steers which experts are chosen and never how much they count.
+#
+# Balancing is mostly the bias's job, but a small **sequence-wise balance loss** is still added:
+# within each sequence of $T$ tokens, $\alpha \sum_i f_i P_i$ with $f_i = \frac{E}{kT}$ times the
+# number of the sequence's tokens sent to expert $i$ and $P_i$ the mean over the sequence of
+# $s_i / \sum_j s_j$. An even load gives exactly $\alpha$, and the paper's $\alpha$ is tiny, 1e-4,
+# just enough to stop a single sequence from piling onto a few experts. (V3 also multiplies every
+# gate by a constant, 2.5, and lets a token reach experts on at most 4 machines; both are left out.)
+
+# %%
+from course_utils import moe_deepseek
+
+affinity_logits = torch.tensor([[1.0, 0.5, 0.0, -0.5, -1.0, 2.0]])  # (tokens=1, n_experts=6)
+steer = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.9, -0.9])  # expert 4 under-used, expert 5 over-used
+print("affinities:", [round(a, 3) for a in torch.sigmoid(affinity_logits)[0].tolist()],
+      " sum:", round(torch.sigmoid(affinity_logits).sum().item(), 3))
+for name, bias in (("without bias", None), ("with bias   ", steer)):
+    g, i = moe_deepseek.deepseek_v3_gates(affinity_logits, 2, bias)
+    print(f"{name}: chosen {i[0].tolist()}, gates {[round(x, 3) for x in g[0].tolist()]}")
+g, i = moe_deepseek.deepseek_v3_gates(affinity_logits, 2, steer)
+chosen = torch.sigmoid(affinity_logits).gather(-1, i)
+print("gates == chosen affinities / their sum:", torch.allclose(g, chosen / chosen.sum(-1, keepdim=True)))
+
+# %% [markdown]
+# Checked against `transformers`' `DeepseekV3TopkRouter` (one group, scaling factor 1) on random
+# weights and a random bias, and the sequence-wise loss at an even and at a collapsed load:
+
+# %%
+if transformers is not None:
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3TopkRouter
+
+    router_config = transformers.DeepseekV3Config(hidden_size=16, n_routed_experts=8, num_experts_per_tok=2,
+                                                  n_group=1, topk_group=1, routed_scaling_factor=1.0)
+    hf_router = DeepseekV3TopkRouter(router_config)
+    with torch.no_grad():
+        hf_router.weight.normal_(generator=torch.Generator().manual_seed(0))
+        hf_router.e_score_correction_bias.normal_(0, 0.3, generator=torch.Generator().manual_seed(1))
+        hf_logits, hf_gates, hf_indices = hf_router(torch.randn(64, 16, generator=torch.Generator().manual_seed(2)))
+    ours_gates, ours_indices = moe_deepseek.deepseek_v3_gates(hf_logits, 2, hf_router.e_score_correction_bias)
+    same = torch.equal(ours_indices.sort(-1).values, hf_indices.sort(-1).values)
+    print("same experts:", same, " same gates:",
+          torch.allclose(ours_gates.gather(-1, ours_indices.argsort(-1)), hf_gates.gather(-1, hf_indices.argsort(-1))))
+
+seq_even = torch.arange(16).remainder(8).reshape(1, 8, 2)  # one sequence of 8 tokens, each expert used twice
+seq_collapsed = torch.tensor([0, 1]).repeat(1, 8, 1)  # every token to experts 0 and 1 ...
+collapsed_logits = torch.full((1, 8, 8), -6.0)
+collapsed_logits[..., :2] = 6.0  # ... with nearly all its affinity there
+for name, logits_, chosen_experts in (("even", torch.zeros(1, 8, 8), seq_even), ("collapsed", collapsed_logits, seq_collapsed)):
+    loss = moe_deepseek.sequence_balance_loss(logits_, chosen_experts, alpha=1e-4)
+    print(f"{name:>9} load: sequence-wise loss = {loss.item():.1e}")
+
+# %% [markdown]
 # ## Summary
 #
 # * The router is a linear map, a softmax, a top-$k$ and a renormalisation (or, equivalently, a
 #   softmax over the top-$k$ logits). With $k = 1$ the renormalised gate carries no gradient.
 # * Dispatch groups the assignments by expert, so each expert runs once per batch; a capacity limit
 #   drops the overflow, and the residual carries dropped tokens through unchanged.
-# * Routers collapse unless pushed: the Switch loss $\alpha E \sum_i f_i P_i$ (its gradient flows
-#   through $P_i$), or DeepSeek-V3's selection bias, which needs no extra loss at all.
+# * Many newer models are dropless (MegaBlocks, Mixtral, DeepSeek-V3): no capacity, no dropped tokens.
+# * Routers collapse unless pushed: the Switch loss $\alpha E \sum_i f_i P_i$ (between $\alpha$ and
+#   $\alpha E / k$; its gradient flows through $P_i$), or DeepSeek-V3's selection bias, which steers
+#   the choice only, with a tiny sequence-wise loss beside it. The z-loss ($c_z$ = 1e-3) keeps the
+#   router's logits small.
+# * Fine-grained experts multiply the combinations; shared experts serve every token. DeepSeek-V3
+#   holds about 671B parameters and uses about 37B per token.
 # * An MoE model has two sizes: what it holds (memory) and what a token uses (compute).
 #
 # ## Next
