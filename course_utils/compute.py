@@ -13,7 +13,8 @@ activations or bias additions; attention is counted as the dense square a plain 
 computes (a causal mask makes half of it wasted work). The embedding lookup costs nothing; the
 unembedding is a product even when tied.
 
-Leaves out: activation memory (it depends on batch and recomputation), optimizers other than Adam.
+Leaves out: activation memory (``course_utils.memory``), time to train (``course_utils.training_time``),
+the decode step's bytes (``course_utils.decoding``), optimizers other than Adam.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Covers ``ModelConfig`` (the sizes and architectural options in the course's voca
 once), the per-layer counts of attention (``attention_parameters``: with or without biases, with
 grouped-query attention) and of one MLP (``mlp_parameters``: plain or gated/SwiGLU), the whole
 model's per-category breakdown (``count_parameters``), what one token uses in a mixture of experts
-(``active_parameters``), a coarse four-part grouping for budget shares (``group_counts``), the
+(``active_parameters``), the scaling-law N without embeddings
+(``non_embedding_parameters``), a coarse four-part grouping for budget shares (``group_counts``), the
 2017 encoder-decoder Transformer (``count_encoder_decoder``) and presets of published models
 (GPT-2 small to XL, GPT-3 175B both ways, Mixtral 8x7B, Llama 3 8B).
 
@@ -199,6 +200,15 @@ def active_parameters(cfg: ModelConfig) -> dict[str, int]:
     """
     cfg = _check(cfg)
     return _count(cfg, cfg.experts_per_token)
+
+
+def non_embedding_parameters(cfg: ModelConfig) -> int:
+    """N as Kaplan et al. 2020 count it: all but the token embedding, position table and unembedding.
+
+    ``non_embedding_parameters(GPT2_SMALL)`` -> 85,056,000 (of 124,439,808). Chinchilla counts all of them.
+    """
+    counts = count_parameters(cfg)
+    return counts["total"] - counts["embedding"] - counts["positions"] - counts["unembedding"]
 
 
 def group_counts(counts: dict[str, int]) -> dict[str, int]:

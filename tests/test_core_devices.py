@@ -225,6 +225,15 @@ NOT_ON_META = {
        for n in ("approximate_forward_flops", "forward_flops", "forward_flops_per_token", "kv_cache_bytes_per_token",
                  "matmul_parameters", "moe_capacity_and_cost", "training_flops", "training_memory")},
     "compute.measure_flops": "runs a model on its caller's tensors and returns a Python int (FlopCounterMode)",
+    "counting.non_embedding_parameters": "arithmetic on a ModelConfig's Python ints, no tensors",
+    "memory.activation_bytes_per_layer": "arithmetic on a ModelConfig's Python ints, no tensors",
+    "memory.saved_activation_bytes": "runs its caller's function and returns a Python int (saved-tensor hooks)",
+    "decoding.decode_step": "arithmetic on a ModelConfig's Python ints, no tensors",
+    "decoding.decode_step_seconds": "arithmetic on Python numbers, no tensors",
+    "hardware.Accelerator": "a dataclass of numbers",
+    **{f"training_time.{n}": "arithmetic on Python numbers, no tensors"
+       for n in ("model_flops_utilization", "training_seconds")},
+    **{f"scaling.{n}": "arithmetic on Python numbers, no tensors" for n in ("chinchilla_tokens", "compute_optimal")},
     **{f"checkpoint.{n}": "reads, writes or trains the course checkpoint: files and data"
        for n in ("corpus_tokens", "load_checkpoint", "main", "save_checkpoint", "small_gpt_tokenizer",
                  "train_course_model")},

@@ -260,3 +260,20 @@ def test_course_gpt_at_gpt2_small_size_is_gpt2_small():
     model = _on_meta(lambda: GPT(GPTConfig(d_vocab=s.d_vocab, n_ctx=s.n_ctx, d_model=s.d_model,
                                            n_heads=s.n_heads, n_layers=s.n_layers)))
     assert sum(p.numel() for p in model.parameters()) == count_parameters(s)["total"] == 124_439_808
+
+
+@pytest.mark.parametrize("cfg", [counting.GPT2_SMALL, counting.GPT2_MEDIUM])
+def test_non_embedding_count_leaves_out_exactly_the_token_and_position_tables(cfg):
+    model = _on_meta(lambda: transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        n_embd=cfg.d_model, n_layer=cfg.n_layers, n_head=cfg.n_heads)))
+    others = sum(p.numel() for name, p in model.named_parameters() if not name.endswith(("wte.weight", "wpe.weight")))
+    assert counting.non_embedding_parameters(cfg) == others
+
+
+def test_non_embedding_count_is_close_to_kaplans_12_layers_d_squared():
+    # Kaplan et al. 2020: N ~ 12 n_layers d_model^2, exact for the weights-only GPT-3 (no biases or norms);
+    # GPT-2 small's published non-embedding count is 85M
+    assert counting.non_embedding_parameters(counting.GPT2_SMALL) == 85_056_000
+    weights_only = counting.non_embedding_parameters(counting.GPT3_175B_WEIGHTS_ONLY)
+    assert weights_only == 12 * 96 * 12288**2
+    assert counting.non_embedding_parameters(counting.LLAMA3_8B) == 8_030_261_248 - 2 * 525_336_576

@@ -1,6 +1,11 @@
 # ---
 # jupyter:
 #   course:
+#     numbers_allowed:
+#       '2019': a citation year (Zhang and Sennrich)
+#       '2020': a citation year (Kaplan et al.)
+#       '2021': a citation year (Narayanan et al.)
+#       '2022': a citation year (Korthikanti et al., Hoffmann et al., Chowdhery et al.)
 #     exercises:
 #       attention_parameter_count:
 #         difficulty: 2
@@ -48,7 +53,9 @@
 # 2. rebuild GPT-3's parameter table, and see why two careful counts differ;
 # 3. count GPT-2, the 2017 Transformer, Llama 3 8B and Mixtral 8x7B (total vs active);
 # 4. turn parameters into FLOPs (forward ≈ 2N per token, training ≈ 6ND) and check that with PyTorch's FLOP counter;
-# 5. turn parameters into bytes: weights, gradients, Adam's moments, and the KV cache.
+# 5. turn parameters into bytes: weights, gradients, Adam's moments, activations and the KV cache;
+# 6. turn FLOPs into days at a given utilisation, and ask how many tokens a model should see (Chinchilla);
+# 7. see why generating text is limited by memory bandwidth rather than arithmetic.
 
 # %%
 import torch
@@ -71,6 +78,24 @@ print("computing on", describe_device(device))  # this machine's device: the tes
 # or rotary positions, tied or separate embedding and unembedding, how many key/value heads
 # (grouped-query attention), a gated MLP (SwiGLU), and mixture-of-experts layers.
 #
+# Two of these choices deserve a definition now. Both norms act on one residual vector x of
+# d = `d_model` numbers. **LayerNorm** re-centres and rescales it, then applies a learned gain g and
+# bias b: LayerNorm(x) = g ⊙ (x − mean(x)) / √(var(x) + ε) + b, so 2d parameters.
+# **RMSNorm** (Zhang and Sennrich 2019; Llama and Mixtral use it) only rescales, by the root mean
+# square, with no mean subtraction and no bias: RMSNorm(x) = g ⊙ x / √(mean(x²) + ε), so d parameters.
+# The next cell checks the formula against `torch.nn.RMSNorm` and counts both.
+
+# %%
+from torch import nn
+
+x = torch.randn(768, dtype=torch.float64)
+rms_norm = nn.RMSNorm(768, eps=1e-6, dtype=torch.float64)  # gain g starts at 1
+by_formula = x / torch.sqrt(x.pow(2).mean() + 1e-6)
+print("formula == torch.nn.RMSNorm:", torch.allclose(by_formula, rms_norm(x)))
+for norm in (nn.LayerNorm(768), rms_norm):
+    print(f"{type(norm).__name__:>9} of width 768: {sum(p.numel() for p in norm.parameters()):,} parameters")
+
+# %% [markdown]
 # Here is GPT-2 small, the model of the lab, counted by category. A category includes its biases.
 
 # %%
@@ -95,6 +120,11 @@ for name, n in counting.count_parameters(cfg).items():
 # account for its size counts only the big matrices: no biases, no norms, no position table, and the
 # embedding and unembedding as two separate matrices. The preset `GPT3_175B_WEIGHTS_ONLY` switches
 # exactly those things off.
+#
+# One simplification runs through this notebook: GPT-3 alternates ordinary dense attention layers
+# with *locally banded sparse* ones (as in the Sparse Transformer), where a position attends only to
+# a band of recent positions. A banded layer has the same four matrices, so every parameter count
+# here is exact; only the FLOPs of attention (section 5) are computed as if every layer were dense.
 
 # %%
 gpt3 = counting.GPT3_175B_WEIGHTS_ONLY
@@ -314,8 +344,24 @@ for name, sizes in (("base", counting.TRANSFORMER_BASE), ("big", counting.TRANSF
           f"{blocks + counts['embedding'] == counts['total']}")
 
 # %% [markdown]
-# Both land close to the quoted figures; the small gaps come from the exact vocabulary size, which
-# the paper gives only roughly.
+# Close, but not equal, and the gaps are not "the vocabulary". Each embedding row costs `d_model`
+# parameters, so we can ask which vocabulary would close each gap exactly:
+
+# %%
+quoted = {"base": 65e6, "big": 213e6}  # Vaswani et al. 2017, Table 3, rounded to the million
+for name, sizes in (("base", counting.TRANSFORMER_BASE), ("big", counting.TRANSFORMER_BIG)):
+    total = counting.count_encoder_decoder(**sizes)["total"]
+    gap = total - quoted[name]
+    vocab_to_close = sizes["d_vocab"] - gap / sizes["d_model"]
+    print(f"{name}: counted {total:,} - quoted {quoted[name]:,.0f} = {gap:+,.0f} ({gap / quoted[name]:+.1%}); "
+          f"a vocabulary of {vocab_to_close:,.0f} would close it")
+
+# %% [markdown]
+# The gaps have opposite signs: the base count is too small, the big one too large, so the base
+# model would need a vocabulary above 37,000 and the big one below it. No single vocabulary explains
+# both. The paper's counts are rounded to the million, and its exact configuration is unspecified
+# (the vocabulary is "about" 37,000 for one language pair and 32,000 for the other; which biases,
+# norms and shared tables are counted is not said), so a reconstruction can only land near them.
 #
 # ### Llama 3 8B: grouped-query attention and SwiGLU
 #
@@ -396,9 +442,10 @@ check_model_parameter_count(model_parameter_count)
 #
 # ## 5. From parameters to FLOPs
 #
-# A matrix product of a vector with a `d_in x d_out` weight matrix takes `d_in * d_out`
-# multiply-adds, that is 2 FLOPs per weight. So the forward pass of one token costs about **2N**
-# FLOPs, N the weights it runs through. Attention adds a term that grows with the context: each of
+# **The course's FLOPs convention** (notebook 07 uses the same): a multiply-add counts as **2 FLOPs**.
+# A vector times a `d_in x d_out` weight matrix is `d_in * d_out` multiply-adds, 2 FLOPs per weight,
+# so the forward pass of one token costs about **2N** FLOPs, N the weights it runs through, and a
+# training step (forward and backward, shown below) about **6N** per token: **6ND** for D tokens. Attention adds a term that grows with the context: each of
 # the `n_layers` layers compares the query with every earlier key (`Q K^T`) and mixes the values
 # (`pattern V`), 2 FLOPs per dimension of each, `4 * n_layers * seq_len * d_model` per token when the
 # full square is computed (a causal mask makes half of it wasted work). `compute.forward_flops`
@@ -427,6 +474,24 @@ for name, c in (("GPT-2-style", small_gpt), ("GQA + SwiGLU + 4 experts, top-2", 
 # activations, one for the weights), so a training step costs 3 x 2N = **6N** FLOPs per token, and
 # training on D tokens about **6ND**.
 #
+# ### Which N? Two conventions
+#
+# "N" is quoted two ways. Kaplan et al. 2020 (the first scaling laws) count **non-embedding**
+# parameters: everything but the token embedding, the position table and a separate unembedding,
+# because their laws fit more cleanly that way; for a plain GPT block that is close to
+# `12 * n_layers * d_model**2`. Hoffmann et al. 2022 (Chinchilla) count **all** parameters. The
+# headline sizes ("124M", "175B") count all of them too.
+
+# %%
+for name, c in (("GPT-2 small", counting.GPT2_SMALL), ("GPT-3 175B", counting.GPT3_175B)):
+    n_all, n_non_embedding = counting.count_parameters(c)["total"], counting.non_embedding_parameters(c)
+    print(f"{name}: with embeddings {n_all:,}; without {n_non_embedding:,} ({n_non_embedding / n_all:.1%} of it); "
+          f"12 n_layers d_model^2 = {12 * c.n_layers * c.d_model**2:,}")
+
+# %% [markdown]
+# For GPT-3 the choice hardly matters; for GPT-2 small the embedding table is almost a third of the
+# model, and a scaling law fitted with one convention gives different answers with the other.
+#
 # The rule of thumb 2N leaves out two products: the attention term and the unembedding (N, by the
 # scaling-law convention, excludes the embedding matrices, but the unembedding is still a matrix
 # product, tied or not). For a small model both matter; for a large one they are a few percent:
@@ -435,13 +500,19 @@ for name, c in (("GPT-2-style", small_gpt), ("GQA + SwiGLU + 4 experts, top-2", 
 for name, c, seq in (("GPT-2 small", counting.GPT2_SMALL, 1024), ("GPT-3 175B", counting.GPT3_175B, 2048)):
     exact, rule = compute.forward_flops_per_token(c, seq), compute.approximate_forward_flops(c)
     print(f"{name}: exact {exact:.4g} FLOPs per token at {seq:,} tokens, 2N = {rule:.4g} ({exact / rule:.3f} x)")
+gpt3_flops_per_seq = compute.forward_flops(counting.GPT3_175B, 2048)
+attention_share = gpt3_flops_per_seq["attention"] / gpt3_flops_per_seq["total"]
+print(f"GPT-3's attention products: {attention_share:.2%} of its forward FLOPs at 2,048 tokens, counted dense")
 gpt3_n = counting.count_parameters(counting.GPT3_175B)["total"]
 print(f"GPT-3 training on 300B tokens: 6ND = {compute.training_flops(gpt3_n, 300e9):.3g} FLOPs")
 
 
 # %% [markdown]
 # That last figure is the training compute the GPT-3 paper reports for its 300B training tokens,
-# recovered from nothing but the shape of the model and the number of tokens.
+# recovered from nothing but the shape of the model and the number of tokens. The dense
+# approximation matters little here: GPT-3's banded sparse layers (half of them) compute fewer
+# attention products, but all attention products together are a small share of its forward FLOPs,
+# so the dense count overstates the total by less than half that share.
 #
 # ### Exercise: training FLOPs (2 points, difficulty 2/3, about 10 min)
 #
@@ -498,8 +569,46 @@ for name, c in (("GPT-2 small", counting.GPT2_SMALL), ("Llama 3 8B", counting.LL
     print(f"{name:>11}: " + ", ".join(f"{p} {gb:,.1f} GB" for p, gb in parts.items()) + f"  (weights alone in bf16: {2 * n / GB:,.1f} GB)")
 
 # %% [markdown]
-# Activations come on top and depend on the batch; none of this fits GPT-3 on one accelerator,
-# which is why such models are trained across many.
+# ### Activations
+#
+# The backward pass needs what the forward pass computed: every matrix product's input, the
+# softmax's output, the dropout masks. Korthikanti et al. 2022 add these up for a GPT-style layer
+# with 16-bit activations (and 1-byte dropout masks), for `s` positions, `b` sequences,
+# `h = d_model` and `a = n_heads`:
+#
+# - attention: `11sbh + 5as²b` bytes (its input, Q, K, V, the softmax output, its dropout mask and
+#   output, the output projection's input and its dropout mask);
+# - MLP: `19sbh` (its input, the GELU's input and output at width `4h`, a dropout mask);
+# - two LayerNorms: `4sbh` (their inputs);
+#
+# together **sbh(34 + 5as/h)** bytes per layer, that is `34h + 5as` bytes per token per layer.
+# `course_utils.memory.activation_bytes_per_layer` computes it (and `tests/test_memory.py` checks it
+# against the bytes autograd really saves in a bfloat16 block). For GPT-3 at its full context:
+
+# %%
+from course_utils import memory
+
+s_gpt3, h_gpt3, a_gpt3 = gpt3.n_ctx, gpt3.d_model, gpt3.n_heads
+print(f"34h = {34 * h_gpt3:,} and 5as = {5 * a_gpt3 * s_gpt3:,} bytes per token per layer")
+for recompute in memory.RECOMPUTE:
+    per_layer = memory.activation_bytes_per_layer(counting.GPT3_175B, s_gpt3, 1, recompute=recompute)["total"]
+    print(f"recompute {recompute!r:>11}: {per_layer // s_gpt3:>9,} bytes per token per layer; one sequence of "
+          f"{s_gpt3:,} tokens through {L} layers: {per_layer * L / GB:,.1f} GB")
+attention_flops = compute.forward_flops(counting.GPT3_175B, s_gpt3)["attention"]
+step_flops = 3 * compute.forward_flops(counting.GPT3_175B, s_gpt3)["total"]
+print(f"selective recomputation redoes the attention products: +{attention_flops / step_flops:.1%} FLOPs per step")
+print(f"full recomputation redoes the whole forward pass: 8N instead of 6N per token, +{8 / 6 - 1:.1%}")
+
+# %% [markdown]
+# At GPT-3's length the square term `5as` is larger than `34h`: the attention scores and their
+# dropout take most of the memory. Hence **recomputation**: *selective* recomputation keeps `34sbh`
+# and recomputes the scores during the backward pass, for a small share of extra FLOPs; *full*
+# recomputation keeps only each layer's input (`2sbh`) and reruns the whole layer's forward pass,
+# trading memory for a third more arithmetic. Without dropout (as Llama-style models train) the
+# count is `32sbh + 2as²b`; kernels such as FlashAttention never store the scores at all.
+#
+# Activations grow with the batch, weights and optimizer state do not; none of this fits GPT-3 on
+# one accelerator, which is why such models are trained across many.
 #
 # ### The KV cache
 #
@@ -514,7 +623,97 @@ for name, c in (("Llama 3 8B (8 KV heads)", llama), ("same without GQA (32 KV he
     print(f"{name:>31}: {per_token:,} bytes per token in bf16, {per_token * c.n_ctx / GB:.2f} GB for {c.n_ctx:,} tokens")
 
 # %% [markdown]
-# ## 7. Explore: a live parameter and FLOP breakdown
+# ## 7. From FLOPs to days, and how many tokens
+#
+# ### Time to train at a given MFU
+#
+# An accelerator's datasheet gives its peak FLOP/s; a real training run reaches a fraction of it,
+# its **model FLOPs utilisation** (MFU, Chowdhery et al. 2022): the model's 6N FLOPs per token times
+# the tokens per second, over the peak. MFU counts only the model's own FLOPs, so the extra forward
+# pass of full recomputation is work the hardware does but MFU does not credit. Well-tuned large
+# runs reach roughly 40 to 50%; we assume 40%. Time to train is then 6ND / (accelerators x peak x MFU).
+# The last line redoes the estimate of Narayanan et al. 2021 (Megatron-LM), who counted the hardware's
+# FLOPs with full recomputation, 8ND, at the throughput they measured per A100.
+
+# %%
+from course_utils.hardware import A100_80GB, H100_SXM
+from course_utils.training_time import training_seconds
+
+gpt3_flops = compute.training_flops(gpt3_n, 300e9)
+n_accelerators, mfu = 1024, 0.4
+for accelerator in (A100_80GB, H100_SXM):
+    days = training_seconds(gpt3_flops, n_accelerators, accelerator.peak_flops, mfu) / 86400
+    print(f"GPT-3 ({gpt3_flops:.3g} FLOPs) on {n_accelerators:,} x {accelerator.name} "
+          f"({accelerator.peak_flops / 1e12:,.1f} TFLOP/s peak, dense bf16) at {mfu:.0%} MFU: {days:.1f} days")
+megatron_days = training_seconds(8 * 175e9 * 300e9, 1024, 140e12, 1.0) / 86400  # 8ND: with full recomputation
+print(f"Narayanan et al.: 8ND on 1,024 A100s at 140 TFLOP/s each ({140e12 / A100_80GB.peak_flops:.0%} of peak): "
+      f"{megatron_days:.1f} days")
+
+# %% [markdown]
+# ### How many tokens? The Chinchilla rule
+#
+# Hoffmann et al. 2022 trained hundreds of models at fixed compute budgets and found that, for a
+# given budget, loss is lowest when parameters and tokens grow together, at about **20 tokens per
+# parameter**: D ≈ 20N (N counting every parameter). Chinchilla itself, 70B parameters trained on
+# 1.4T tokens, beat the four times larger Gopher on the same budget.
+
+# %%
+from course_utils import scaling
+
+chinchilla_d = scaling.chinchilla_tokens(gpt3_n)
+print(f"GPT-3: N = {gpt3_n / 1e9:.1f}B -> 20N = {chinchilla_d / 1e12:.2f}T tokens, "
+      f"{chinchilla_d / 300e9:.1f} x the 300B it saw")
+n_opt, d_opt = scaling.compute_optimal(gpt3_flops)
+print(f"GPT-3's budget spent the Chinchilla way: N = {n_opt / 1e9:.0f}B parameters on D = {d_opt / 1e12:.2f}T tokens")
+
+# %% [markdown]
+# By this rule GPT-3 was far too large for its data, or saw far too few tokens for its size. Later
+# models go the other way on purpose: a smaller model trained on many more tokens than 20N costs
+# more to train but less to run, and running is where most of a deployed model's compute goes.
+#
+# ## 8. Why generating text waits on memory
+#
+# Generating one token for each of `batch` sequences reads every weight once and does 2 FLOPs per
+# weight per sequence. In bf16 a weight is 2 bytes, so at batch 1 that is **1 FLOP per byte read**
+# (2 with 1-byte weights). An accelerator's ratio of peak FLOP/s to memory bandwidth is in the
+# hundreds: it can do that many FLOPs in the time it reads one byte. A decode step at small batch
+# therefore waits on memory, and its time is about the bytes read over the bandwidth. Batching
+# helps, because sequences share the weights. It does not help the **KV cache**: each sequence reads
+# its own keys and values, 2 FLOPs per cached number per query head that reads it, so its
+# arithmetic intensity stays at `n_heads / n_kv_heads` FLOPs per byte in bf16 whatever the batch.
+# Grouped-query attention cuts those bytes and raises that intensity by the same factor.
+
+# %%
+from course_utils.decoding import decode_step, decode_step_seconds
+
+for accelerator in (A100_80GB, H100_SXM):
+    print(f"{accelerator.name}: {accelerator.flops_per_byte:.0f} FLOPs per byte read (peak / bandwidth)")
+context = 2048
+for batch in (1, 8, 32, 128):
+    step = decode_step(llama, context, batch)
+    bound = decode_step_seconds(step, H100_SXM)
+    print(f"Llama 3 8B, batch {batch:>3}, {context:,} cached tokens: weights {step['weight_bytes'] / GB:.1f} GB + "
+          f"KV cache {step['kv_bytes'] / GB:.1f} GB read, {step['intensity']:5.1f} FLOPs/byte -> at least "
+          f"{bound['seconds'] * 1e3:.1f} ms per step on an H100 ({'memory' if bound['memory_bound'] else 'compute'}-bound)")
+
+# %% [markdown]
+# At batch 1 the H100 could have done hundreds of times more arithmetic in the time it spent
+# reading. As the batch grows, the weights' intensity grows with it, but the KV cache grows too and
+# its intensity does not, so at long contexts the cache, not the weights, sets the pace. Without the
+# cache each step would recompute every earlier token's keys and values (notebook 09 counts that
+# work); with it, the cost moves from arithmetic to bytes, and grouped-query attention shrinks the
+# bytes, which also decides how many sequences fit on one accelerator at once:
+
+# %%
+for name, c in (("8 KV heads (GQA)", llama), ("32 KV heads (no GQA)", llama.with_(n_kv_heads=None))):
+    step = decode_step(c, context, batch=64)
+    fits = step["bytes"] <= H100_SXM.memory_bytes
+    print(f"{name:>20}, batch 64: KV cache {step['kv_bytes'] / GB:5.1f} GB, its intensity "
+          f"{step['attention_intensity']:.0f} FLOPs/byte; whole step {step['intensity']:.1f} FLOPs/byte; "
+          f"weights + cache fit in an H100's {H100_SXM.memory_bytes / GB:.0f} GB: {fits}")
+
+# %% [markdown]
+# ## 9. Explore: a live parameter and FLOP breakdown
 #
 # First a static picture for one setting (Llama 3 8B's shape), for readers without a running kernel;
 # then the widget. Move the sliders for width, depth, heads, key/value heads, vocabulary, context,
@@ -535,7 +734,7 @@ figure_image(plot_counter(static))
 counter_widget()
 
 # %% [markdown]
-# ## 8. When the configuration is wrong
+# ## 10. When the configuration is wrong
 #
 # A configuration that cannot describe a model is refused where it enters the library, with the
 # name of the field at fault, rather than producing a silently wrong count.
@@ -560,5 +759,11 @@ for change in bad_settings:
 #   include (biases, norms, positions, tying).
 # - Forward ≈ 2N FLOPs per token plus an attention term, training ≈ 6ND; a mixture of experts costs
 #   what its active parameters cost but must hold all of them.
-# - Training with Adam needs about 16 bytes per parameter before activations; grouped-query attention
-#   shrinks the KV cache by the ratio of query heads to key/value heads.
+# - "N" is quoted with embeddings (Chinchilla, headline sizes) or without (Kaplan et al.); for small
+#   models the two differ by a third.
+# - Training with Adam needs about 16 bytes per parameter, plus activations of `sbh(34 + 5as/h)`
+#   bytes per layer, which recomputation trades for extra FLOPs.
+# - Time to train is 6ND over the accelerators' peak times the MFU; Chinchilla's rule asks for about
+#   20 tokens per parameter.
+# - Decoding does about 1 FLOP per byte it reads, far below what an accelerator can do per byte, so
+#   it is bound by memory bandwidth; the KV cache and grouped-query attention decide how many bytes.
