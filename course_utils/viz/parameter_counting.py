@@ -3,8 +3,10 @@
 ``figure_image(fig)`` shows a figure in an ordinary cell; ``plot_budget_shares(counts)`` draws
 a model's parameter budget as one stacked bar (GPT-3: embedding,
 attention, MLP, unembedding); ``plot_models(rows)`` compares total and active parameters of several
-models; ``counter_widget()`` has sliders for d_model, layers, heads, KV heads, vocabulary, context,
-experts and k and shows the live parameter and FLOP breakdown as bars with a plain-text readout.
+models; ``plot_decode_intensity(curves, ridges)`` draws a decode step's FLOPs per byte against the
+batch beside accelerators' ridge points; ``counter_widget()`` has sliders for d_model, layers,
+heads, KV heads, vocabulary, context, experts and k and shows the live parameter and FLOP
+breakdown as bars with a plain-text readout.
 All the maths is ``course_utils.counting`` / ``course_utils.compute`` (via ``counter_state``); a
 setting the counter refuses (d_model not divisible by n_heads, k > experts...) shows the library's
 error as a ``WARNING`` line. CSS classes (WIDGET_CONTRACT.md): ``course-counter``,
@@ -71,6 +73,26 @@ def plot_budget_shares(counts: dict[str, int], title: str = ""):
     ax.set_title(title)
     ax.legend(ncol=len(groups), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.6), frameon=False)
     fig.subplots_adjust(left=0.03, right=0.97, top=0.85, bottom=0.5)
+    return fig
+
+
+def plot_decode_intensity(curves: dict[str, list[tuple[int, float]]], ridges: dict[str, float]):
+    """FLOPs per byte of a decode step against the batch (log-log), with accelerators' ridge points.
+
+    ``curves = {label: [(batch, intensity), ...]}`` (from ``decoding.decode_step``); ``ridges =
+    {accelerator: flops_per_byte}`` as dashed lines: below a line the step waits on memory.
+    """
+    fig, ax = new_figure((7, 3.4))
+    for label, points in curves.items():
+        ax.plot([b for b, _ in points], [i for _, i in points], marker="o", label=label)
+    for (name, ridge), style in zip(ridges.items(), ("--", ":")):
+        ax.axhline(ridge, color="grey", linestyle=style, label=f"{name}: {ridge:.0f} FLOPs/byte")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequences decoded together (batch)")
+    ax.set_ylabel("FLOPs per byte read")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
     return fig
 
 

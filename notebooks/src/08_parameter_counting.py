@@ -492,8 +492,8 @@ for name, c in (("GPT-2 small", counting.GPT2_SMALL), ("GPT-3 175B", counting.GP
 # For GPT-3 the choice hardly matters; for GPT-2 small the embedding table is almost a third of the
 # model, and a scaling law fitted with one convention gives different answers with the other.
 #
-# The rule of thumb 2N leaves out two products: the attention term and the unembedding (N, by the
-# scaling-law convention, excludes the embedding matrices, but the unembedding is still a matrix
+# The rule of thumb 2N leaves out two products: the attention term and the unembedding (N, in
+# Kaplan et al.'s convention, excludes the embedding matrices, but the unembedding is still a matrix
 # product, tied or not). For a small model both matter; for a large one they are a few percent:
 
 # %%
@@ -518,7 +518,7 @@ print(f"GPT-3 training on 300B tokens: 6ND = {compute.training_flops(gpt3_n, 300
 #
 # Write `training_flops_estimate(cfg, n_tokens)`: the 6ND estimate for training the model `cfg` on
 # `n_tokens` tokens, where N is the number of parameters one token runs through *without* the
-# embedding, position and unembedding matrices (the convention of the scaling-law papers; biases and
+# embedding, position and unembedding matrices (Kaplan et al.'s non-embedding convention; biases and
 # norms stay in). For a mixture of experts, only the `experts_per_token` experts a token uses count.
 # You may use `counting.active_parameters(cfg)`, which returns the same categories as
 # `count_parameters` for one token's path. An answer within float32 rounding passes.
@@ -668,8 +668,9 @@ print(f"GPT-3's budget spent the Chinchilla way: N = {n_opt / 1e9:.0f}B paramete
 
 # %% [markdown]
 # By this rule GPT-3 was far too large for its data, or saw far too few tokens for its size. Later
-# models go the other way on purpose: a smaller model trained on many more tokens than 20N costs
-# more to train but less to run, and running is where most of a deployed model's compute goes.
+# models go the other way on purpose: a smaller model trained on many more tokens than 20N spends
+# more training compute than the compute-optimal model of the same loss would, but is cheaper to
+# run, and running is where most of a deployed model's compute goes.
 #
 # ## 8. Why generating text waits on memory
 #
@@ -697,9 +698,25 @@ for batch in (1, 8, 32, 128):
           f"{bound['seconds'] * 1e3:.1f} ms per step on an H100 ({'memory' if bound['memory_bound'] else 'compute'}-bound)")
 
 # %% [markdown]
+# The same in a picture, at 8,192 cached tokens (Llama 3 8B's full context): how the arithmetic
+# intensity of a step grows with the batch (whether or not that many caches fit in memory), with
+# and without grouped-query attention, against the two accelerators' ratios.
+
+# %%
+from course_utils.viz.parameter_counting import plot_decode_intensity
+
+batches = [2**k for k in range(11)]
+curves = {name: [(b, decode_step(c, llama.n_ctx, b)["intensity"]) for b in batches]
+          for name, c in (("Llama 3 8B, 8 KV heads", llama), ("same, 32 KV heads", llama.with_(n_kv_heads=None)))}
+curves["weights alone (cache not counted)"] = [(b, decode_step(llama, 0, b)["intensity"]) for b in batches]
+print(", ".join(f"{name}: {points[-1][1]:.1f} at batch {points[-1][0]:,}" for name, points in curves.items()))
+figure_image(plot_decode_intensity(curves, {a.name: a.flops_per_byte for a in (A100_80GB, H100_SXM)}))
+
+# %% [markdown]
 # At batch 1 the H100 could have done hundreds of times more arithmetic in the time it spent
 # reading. As the batch grows, the weights' intensity grows with it, but the KV cache grows too and
-# its intensity does not, so at long contexts the cache, not the weights, sets the pace. Without the
+# its intensity does not, so at long contexts the cache, not the weights, sets the pace: with the
+# cache counted, neither curve comes near either ridge point, however large the batch. Without the
 # cache each step would recompute every earlier token's keys and values (notebook 09 counts that
 # work); with it, the cost moves from arithmetic to bytes, and grouped-query attention shrinks the
 # bytes, which also decides how many sequences fit on one accelerator at once:
