@@ -306,23 +306,7 @@ def test_moe_on_cuda_matches_cpu():
     assert loss.device.type == "cuda"
 
 
-# -- the experiment -------------------------------------------------------------------------------
-def test_experiment_outcome_balancing_spreads_the_load_and_lowers_the_loss():
-    from course_utils.moe_experiment import ExperimentConfig, expert_owners, run_experiment
-
-    threads = torch.get_num_threads()
-    runs = run_experiment(ExperimentConfig(), seed=0)
-    assert torch.get_num_threads() == threads  # the one-thread setting is restored
-    final = {name: run.shares[-20:].mean(0) for name, run in runs.items()}
-    for shares in final.values():
-        torch.testing.assert_close(shares.sum(), torch.tensor(1.0))
-    assert final["none"].min() < 0.02 and usage_entropy(final["none"]) < 0.9 * 3
-    assert final["aux"].min() > 0.05 and final["bias"].min() > 0.05
-    assert max(runs["aux"].eval_loss, runs["bias"].eval_loss) < runs["none"].eval_loss
-    owners = expert_owners(runs["bias"].specialisation)
-    assert sorted(e for o in owners for e in o) == list(range(8))  # every expert owns part of one sub-task
-
-
+# -- the experiment (its outcome over seeds: tests/test_moe_seeds.py) ---------------------------------
 def test_training_is_deterministic_and_the_capacity_report_adds_up():
     from dataclasses import replace
 
