@@ -10,9 +10,12 @@ Covers:
   a stated rule: the first pair in order), to show that one sine is ambiguous where sin/cos pairs
   at many frequencies are not.
 - ``rope_rotate(x, positions, layout)``: rotate each pair of features of a query or key by the
-  angle position × frequency. ``layout="interleaved"`` (RoFormer, the default) pairs (0, 1),
-  (2, 3), ...; ``layout="halves"`` (Llama-style code) pairs i with i + d/2. That is only a storage
-  convention: ``halves_order(d)`` permutes one layout into the other, and the scores agree.
+  angle position × frequency. ``layout="interleaved"`` (the default) pairs (0, 1), (2, 3), ...,
+  as the RoFormer paper, GPT-J and Meta's original Llama code do (Meta's code turns each pair into
+  one complex number); ``layout="halves"`` pairs i with i + d/2, the "rotate-half" code of GPT-NeoX
+  and of Hugging Face ``transformers`` (its Llama included). That is only a storage convention:
+  ``halves_order(d)`` permutes one layout into the other, and the scores agree (which is why
+  ``transformers`` permutes the rows of Meta's query and key weights when it converts a checkpoint).
 
 Leaves out: ALiBi and other relative-bias schemes, RoPE scaling for long contexts (NTK, YaRN), and
 caching the cos/sin tables.
@@ -153,7 +156,8 @@ def rope_rotate(
 
     ``rope_rotate(tensor([[1., 0.], [1., 0.]]))`` -> ``[[1, 0], [cos 1, sin 1]]``. ``positions``
     defaults to 0, 1, 2, ... Rotating queries and keys this way makes q·k depend only on the
-    offset between their positions. ``layout="halves"`` pairs feature i with i + d_head/2 instead.
+    offset between their positions. ``layout="halves"`` pairs feature i with i + d_head/2 instead
+    (rotate-half, as in GPT-NeoX and Hugging Face's Llama; Meta's own Llama code is interleaved).
     """
     one_of("layout", layout, LAYOUTS)
     float_tensor("x", x, "(..., pos, d_head)", min_dims=2, finite=False)

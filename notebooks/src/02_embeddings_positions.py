@@ -587,7 +587,9 @@ print(f"GPT-3: n_ctx = {gpt3_W_pos.n_ctx:,}, so W_pos has {gpt3_W_pos.n_ctx:,} �
 # Write `rope_rotate(x)` for `x` of shape `(..., pos, d_head)` (even `d_head`): row `pos` has each pair
 # `(a, b) = (x[..., 2i], x[..., 2i+1])` replaced by `(a·cos φ − b·sin φ, a·sin φ + b·cos φ)` with
 # `φ = pos / 10000^(2i/d_head)`. The form the check requires: pairs are **neighbouring** features, (0, 1), (2, 3), ... (the
-# "interleaved" layout of the RoPE paper; the end of this section shows the other common layout),
+# **interleaved** layout of the RoPE paper, RoFormer, and of Meta's original Llama code, which treats each pair as
+# one complex number), not the "rotate-half" layout of GPT-NeoX and Hugging Face `transformers` (its Llama
+# included), which pairs feature `i` with `i + d_head/2` (the end of this section compares the two);
 # and positions count from 0 (row `pos` of `x` sits at position `pos`). Return a tensor of `x`'s shape.
 
 # %%
@@ -639,15 +641,20 @@ print("lengths kept:", torch.allclose(positions.rope_rotate(x).norm(dim=-1), x.n
 # %% [markdown]
 # ### Interleaved or halves: only a storage convention
 #
-# Llama-style code pairs feature $i$ with feature $i + d_\text{head}/2$ instead of with its neighbour.
-# That is the same rotation applied to the same numbers stored in another order: reorder a query's and a
-# key's features with `halves_order` and the "halves" rotation gives exactly the interleaved result, so
-# the attention scores are identical. What does matter is consistency: rotating vectors stored one way
-# with the other layout gives different scores, which is why weights converted between libraries need
-# their features permuted.
+# Two layouts are in use, and the name "Llama" is attached to both. Meta's original Llama code (like the
+# RoFormer paper and GPT-J) pairs neighbours, $(2i, 2i+1)$, and multiplies each pair, read as one complex
+# number, by $e^{i m \theta_i}$: the interleaved layout of the exercise. GPT-NeoX and Hugging Face
+# `transformers` (its Llama included) pair feature $i$ with feature $i + d_\text{head}/2$ instead, the
+# "rotate-half" or "halves" layout. That is the same rotation applied to
+# the same numbers stored in another order: reorder a query's and a key's features once, by the fixed
+# permutation `halves_order` (all even features, then all odd ones), and the "halves" rotation gives
+# exactly the interleaved result, so the attention scores are identical. What does matter is
+# consistency: rotating vectors stored one way with the other layout gives different scores, which is
+# why `transformers` permutes the query and key weights of Meta's checkpoints when it converts them.
 
 # %%
 qs, ks = torch.randn(8, 64, dtype=torch.float64), torch.randn(8, 64, dtype=torch.float64)   # (pos, d_head)
+print("the fixed permutation for d_head = 8:", positions.halves_order(8).tolist())
 order = positions.halves_order(64)
 interleaved = positions.rope_rotate(qs) @ positions.rope_rotate(ks).T                     # (q_pos, k_pos)
 halves = positions.rope_rotate(qs[:, order], layout="halves") @ positions.rope_rotate(ks[:, order], layout="halves").T

@@ -2,7 +2,8 @@
 
 - ``embedding_lookup``: a token id picks a ROW of ``W_E`` (d_vocab, d_model), repeats and order kept;
 - ``sinusoidal_encoding``: the sinusoidal table, sine in even and cosine in odd dimensions, positions from 0;
-- ``rope_rotate``: rotary positions on pairs of neighbouring features (the interleaved layout).
+- ``rope_rotate``: rotary positions on pairs of neighbouring features (the interleaved layout of RoFormer
+  and Meta's Llama code; the rotate-half layout of GPT-NeoX and Hugging Face is a named mistake).
 """
 
 from course_utils.checks.embeddings_positions.embedding_lookup import EMBEDDING_LOOKUP, check_embedding_lookup

@@ -1,7 +1,8 @@
 """Exercise ``rope_rotate(x)``: rotary positions, each pair of features of row pos turned by its own angle.
 
-Required form (stated in the notebook): pairs of NEIGHBOURING features (2i, 2i+1) (the interleaved layout,
-not Llama's halves), turned anticlockwise by pos / 10000^(2i/d_head); any leading batch and head dimensions.
+Required form (stated in the notebook): pairs of NEIGHBOURING features (2i, 2i+1) (the interleaved layout of
+RoFormer and Meta's Llama code, not the rotate-half layout of GPT-NeoX and Hugging Face, which pairs i with
+i + d_head/2), turned anticlockwise by pos / 10000^(2i/d_head); any leading batch and head dimensions.
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ def rope_one_frequency(x):
 
 @bank.mistake(
     "half-split pairs",
-    "you paired dimension i with i + d_head/2 (the Llama layout): this exercise pairs neighbours, (0, 1), (2, 3), ...",
+    "you paired dimension i with i + d_head/2 (the rotate-half layout of GPT-NeoX and Hugging Face's Llama): "
+    "this exercise asks for the interleaved layout of the RoFormer paper and Meta's Llama code, "
+    "neighbours (0, 1), (2, 3), ...",
 )
 def rope_halves(x):
     return rope_with(x, halves=True)
@@ -95,7 +98,7 @@ def rope_float32_angles(x):
     return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
 
 
-@bank.alternative("complex multiplication")
+@bank.alternative("complex multiplication (as Meta's Llama code)")
 def rope_complex(x):
     d, n = x.shape[-1], x.shape[-2]
     theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
@@ -106,8 +109,8 @@ def rope_complex(x):
     return torch.view_as_real(z * turn).reshape(x.shape).to(x.dtype)
 
 
-@bank.alternative("rotate-half with repeated cos/sin")
-def rope_rotate_half(x):
+@bank.alternative("rotate-every-two with repeated cos/sin (as GPT-J)")
+def rope_rotate_every_two(x):
     d, n = x.shape[-1], x.shape[-2]
     angles = torch.arange(n)[:, None] * 10000 ** (-torch.arange(0, d, 2) / d)  # (pos, d // 2), float32
     cos = angles.cos().repeat_interleave(2, dim=-1).to(x.dtype)  # (pos, d): each angle twice
