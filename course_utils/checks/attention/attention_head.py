@@ -3,7 +3,10 @@
 The check builds ``AttentionHead(d_model, d_head)`` and copies seeded weights into its four parameters,
 so only the maths is compared. Required form (stated in the notebook): ``W_Q``, ``W_K``, ``W_V`` of
 shape (d_model, d_head) and ``W_O`` of shape (d_head, d_model), used as ``x @ W_Q`` — the slice
-``W_Q[h]`` of notebook 05's (n_heads, d_model, d_head).
+``W_Q[h]`` of notebook 05's (n_heads, d_model, d_head). Equivalent storage (``_weights``): ``nn.Linear``
+layers named ``W_Q``, ``W_K``, ``W_V`` (d_model -> d_head) and ``W_O`` (d_head -> d_model) are accepted
+(weight = the transpose; a bias, which this head has not, is set to zero); a fused QKV layer, a
+tensor of another shape or a missing name fails with one line naming this convention.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from torch import nn
 from course_utils.attention import AttentionHead as _ReferenceHead
 from course_utils.attention import attention_scores as _scores
 from course_utils.attention import scaled_dot_product_attention
+from course_utils.checks._weights import Slot, compare_or_convention, convention_answer, load_weights
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.softmax import softmax
@@ -47,22 +51,19 @@ def _head_cases(seed: int) -> list[Case]:
 
 
 def _run_head(cls, case: Case):
-    """Build ``cls(d_model, d_head)``, copy the case's weights into W_Q, W_K, W_V, W_O, run it on x."""
+    """Build ``cls(d_model, d_head)``, load the case's weights into W_Q, W_K, W_V, W_O, run it on x."""
     d_model, d_head, x, weights = case.args
     module = cls(d_model, d_head)
     if not isinstance(module, nn.Module):
         raise TypeError(f"AttentionHead should subclass torch.nn.Module, got an instance of {type(module).__name__}")
+    slots = [
+        Slot(name, value, value, "(d_head, d_model)" if name == "W_O" else "(d_model, d_head)", usage)
+        for (name, value), usage in zip(weights.items(), ("x @ W_Q", "x @ W_K", "x @ W_V", "z @ W_O"))
+    ]
+    problem = load_weights(module, slots)
+    if problem is not None:
+        return convention_answer(problem)
     with torch.no_grad():
-        for name, value in weights.items():
-            param = getattr(module, name, None)
-            if not isinstance(param, torch.Tensor):
-                raise AttributeError(f"the module needs a parameter self.{name} of shape {tuple(value.shape)}")
-            if tuple(param.shape) != tuple(value.shape):
-                raise ValueError(
-                    f"self.{name} should have shape {tuple(value.shape)} (rows are d_model for W_Q, W_K, "
-                    f"W_V: x @ W_Q), got {tuple(param.shape)}"
-                )
-            param.copy_(value)
         return module(x)
 
 
@@ -163,11 +164,24 @@ class HeadStackedProjection(nn.Module):
         return weights @ v @ self.W_O
 
 
+@bank.alternative("nn.Linear layers (PyTorch's storage), default bias")
+class HeadLinear(nn.Module):
+    def __init__(self, d_model, d_head):
+        super().__init__()
+        self.W_Q, self.W_K, self.W_V = (nn.Linear(d_model, d_head) for _ in range(3))  # biases: the check zeroes them
+        self.W_O = nn.Linear(d_head, d_model, bias=False)
+
+    def forward(self, x):
+        z = F.scaled_dot_product_attention(self.W_Q(x), self.W_K(x), self.W_V(x))  # (..., pos, d_head)
+        return self.W_O(z)
+
+
 ATTENTION_HEAD = Exercise(
     name="attention_head",
     reference=AttentionHead,
     cases=_head_cases,
     run=_run_head,
+    compare=compare_or_convention(),
     wants_class=True,
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,

@@ -5,7 +5,10 @@ Required form (stated in the notebook): from scratch, with torch operations only
 ``b_Q``, ``b_K``, ``b_V`` (n_heads, d_head); ``b_O`` (d_model,)); x and the output (batch, pos, d_model);
 ``mask`` None or boolean, True = may attend, of shape (q_pos, k_pos) or (batch, q_pos, k_pos). The
 check loads the same seeded weights into the student's module and into ``torch.nn.MultiheadAttention``,
-the oracle, and compares their outputs.
+the oracle, and compares their outputs. Equivalent storage (``_weights``): ``nn.Linear(d_model, d_model)``
+layers named ``W_Q``, ``W_K``, ``W_V``, ``W_O`` (weight = the transposed wide matrix, head h owning
+features h·d_head onwards; the bias in the layer or in ``b_Q``...) are accepted; a fused QKV layer, a
+tensor of another shape or a missing name fails with one line naming this convention.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import math
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from course_utils import multihead
 from course_utils.attention import scaled_dot_product_attention
+from course_utils.checks._weights import Slot, compare_or_convention, convention_answer, load_weights
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.masking import causal_mask, padding_mask
@@ -60,8 +65,8 @@ def _module_cases(seed: int) -> list[Case]:
     ]
 
 
-def _load_weights(module, d_model: int, n_heads: int, seed: int) -> None:
-    """Seeded weights in the (n_heads, d_model, d_head) layout, copied into the module's parameters."""
+def _seeded_weights(d_model: int, n_heads: int, seed: int) -> dict[str, torch.Tensor]:
+    """Seeded weights in the (n_heads, d_model, d_head) layout."""
     d_head = d_model // n_heads
     gen = torch.Generator().manual_seed(seed)
     shapes = {
@@ -74,15 +79,29 @@ def _load_weights(module, d_model: int, n_heads: int, seed: int) -> None:
         "b_V": (n_heads, d_head),
         "b_O": (d_model,),
     }
-    with torch.no_grad():
-        for name in WEIGHT_NAMES:
-            getattr(module, name).copy_(torch.randn(shapes[name], generator=gen, dtype=F64) / math.sqrt(d_model))
+    return {name: torch.randn(shapes[name], generator=gen, dtype=F64) / math.sqrt(d_model) for name in WEIGHT_NAMES}
+
+
+def _slots(d_model: int, n_heads: int, seed: int) -> list[Slot]:
+    """The four projections, each also as the (d_in, d_out) matrix an nn.Linear would hold transposed."""
+    w = _seeded_weights(d_model, n_heads, seed)
+    slots = [
+        # column h * d_head + j of the wide matrix is W_Q[h][:, j]: head-major, as split_heads reads it
+        Slot(f"W_{n}", w[f"W_{n}"], w[f"W_{n}"].permute(1, 0, 2).reshape(d_model, -1), "(n_heads, d_model, d_head)",
+             f"x @ W_{n}[h]", f"b_{n}", w[f"b_{n}"], "(n_heads, d_head)")
+        for n in "QKV"
+    ]
+    wide_O = w["W_O"].reshape(-1, d_model)  # (n_heads * d_head, d_model): row block h is W_O[h]
+    return slots + [Slot("W_O", w["W_O"], wide_O, "(n_heads, d_head, d_model)", "z[h] @ W_O[h], summed over h",
+                         "b_O", w["b_O"], "(d_model,)")]
 
 
 def _run_module(cls, case: Case):
     d_model, n_heads, x, mask, seed = case.args
     module = cls(d_model, n_heads).double()
-    _load_weights(module, d_model, n_heads, seed)
+    problem = load_weights(module, _slots(d_model, n_heads, seed))
+    if problem is not None:
+        return convention_answer(problem)
     with torch.no_grad():
         return module(x, mask)
 
@@ -224,11 +243,33 @@ class Float32HeadLoop(multihead.MultiHeadAttention):
         return out + self.b_O.float()
 
 
+@bank.alternative("nn.Linear layers named W_Q, W_K, W_V, W_O (PyTorch's storage)")
+class LinearLayers(nn.Module):
+    """Each projection an nn.Linear(d_model, d_model) with its bias; heads split with view + transpose."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads = n_heads
+        self.W_Q, self.W_K, self.W_V, self.W_O = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        batch, pos, d_model = x.shape
+        q, k, v = (
+            W(x).view(batch, pos, self.n_heads, -1).transpose(1, 2) for W in (self.W_Q, self.W_K, self.W_V)
+        )  # each (batch, head, pos, d_head)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~_heads_mask(mask), float("-inf"))
+        z = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, pos, d_model)  # heads side by side
+        return self.W_O(z)
+
+
 MULTI_HEAD_ATTENTION = Exercise(
     name="multi_head_attention",
     reference=TorchOracle,
     cases=_module_cases,
     run=_run_module,
+    compare=compare_or_convention(),
     wants_class=True,
     function_name="MultiHeadAttention",
     mistakes=bank.mistakes,
