@@ -25,6 +25,7 @@
 #     grading_cell_timeout_s: 480
 #     numbers_allowed:
 #       '2017': the year of the Transformer paper, a citation
+#       '2020': the year of Xiong et al.'s and Liu et al.'s papers on warm-up, a citation
 #       '256': the benchmark's number of new tokens, an input
 #     time_target_s: 210
 #   jupytext:
@@ -131,10 +132,12 @@ print("layer norm, first row unchanged?", torch.allclose(layernorm.layer_norm(ro
 # `x = LN(x + sublayer(x))` (post-norm). GPT-2 and nearly every model since normalise the sub-layer's
 # *input* and add its output to an untouched stream, `x = x + sublayer(LN(x))` (pre-norm). In
 # post-norm the stream is rescaled after every block; in pre-norm it is a running sum whose size
-# grows with depth, and the gradient has a clean path straight through all the additions, which is
-# why deep pre-norm models train without the careful warm-up post-norm needs. Both arrangements are
-# in `course_utils.gpt.Block` (`GPTConfig(norm="pre" | "post")`); the stream's size, block by block,
-# in an untrained 12-layer model:
+# grows with depth, and the gradient has a clean path straight through all the additions. Xiong et
+# al. (2020) showed what this changes at the start of training: in post-norm the gradients of the
+# last layers are large at initialisation, so post-norm only trains with a long learning-rate
+# warm-up, while pre-norm trains stably without it. (That is not the same as *no* warm-up: section 3
+# says why this run still has a short one.) Both arrangements are in `course_utils.gpt.Block`
+# (`GPTConfig(norm="pre" | "post")`); the stream's size, block by block, in an untrained 12-layer model:
 
 # %%
 from course_utils.gpt import GPT, GPTConfig, stream_rms
@@ -148,6 +151,31 @@ for norm in ("pre", "post"):
     sizes[f"{norm}-norm"] = stream_rms(deep, probe)
 print({name: [round(v, 3) for v in values[::4]] for name, values in sizes.items()})
 fig = plot_stream_size(sizes)
+
+# %% [markdown]
+# The pre-norm stream still grows, but slowly, and that is by design. Each block adds two writes to
+# the stream (attention's and the MLP's), 2·n_layers in all; writes that start out independent add
+# their variances, so at equal size the sum would grow like √(2·n_layers). GPT-2's initialisation
+# therefore draws the two matrices that write into the stream, `W_O` and the MLP's `W_out`, with their
+# standard deviation divided by √(2·n_layers) (`GPT.reset_parameters` does it), so that the sum of
+# all the writes starts about as large as one unscaled write, whatever the depth. For the plotted
+# model and for the course model, and the 12-layer stream without the scaling:
+
+# %%
+from course_utils.checkpoint import COURSE_MODEL
+
+for cfg in (deep.cfg, COURSE_MODEL):
+    factor = 1 / math.sqrt(2 * cfg.n_layers)
+    print(f"n_layers {cfg.n_layers}: factor 1/√(2·{cfg.n_layers}) = {factor:.3f}, "
+          f"so W_O and W_out start with std {cfg.init_std} × {factor:.3f} = {cfg.init_std * factor:.4f}")
+unscaled = GPT(GPTConfig(d_vocab=512, n_ctx=64, d_model=128, n_heads=4, n_layers=12))
+unscaled.reset_parameters(torch.Generator().manual_seed(0))
+with torch.no_grad():
+    for name, weight in unscaled.named_parameters():
+        if name.endswith(("W_O", "W_out")):
+            weight.mul_(math.sqrt(2 * unscaled.cfg.n_layers))  # undo the scaling
+print(f"RMS after the last block: {sizes['pre-norm'][-1]:.3f} with the scaling, "
+      f"{stream_rms(unscaled, probe)[-1]:.3f} without")
 
 # %% [markdown]
 # ## 2. The model
@@ -284,15 +312,24 @@ print(f"loss at initialisation {init_loss:.2f}, ln(d_vocab) = ln {COURSE_MODEL.d
 # ## 3. Training
 #
 # The tokenizer is the course's own byte-level BPE from notebook 01, trained on the whole corpus
-# with 512 ids: a three-minute CPU run sees about a million tokens, too few to learn next-token
-# statistics over 2,048 ids, plenty for 512. The recipe (`course_utils.training`):
+# with 512 ids: the run below sees fewer than two million tokens (counted under the recipe), too
+# few to learn next-token statistics over 2,048 ids, plenty for 512. The recipe (`course_utils.training`):
 #
 # * random windows of n_ctx tokens; targets are the same windows shifted by one;
 # * **AdamW**: Adam's per-weight step size plus weight decay, applied to the matrices only (not biases
 #   or LayerNorm scales);
-# * the learning rate **warms up** linearly for the first steps (Adam's statistics are noise at first),
-#   then follows a **cosine** down to a tenth of its peak;
+# * the learning rate **warms up** linearly for the first steps, then follows a **cosine** down to a
+#   tenth of its peak;
 # * the gradient is **clipped** to norm 1, so one unlucky batch cannot throw the weights far.
+#
+# **Why warm up a pre-norm model?** Section 1 said pre-norm does not *need* warm-up, and that is what
+# the literature says: Xiong et al. (2020) trained pre-norm Transformers without the long warm-up
+# post-norm depends on. A short warm-up is still the usual practice (GPT-2, GPT-3 and nanoGPT all
+# have one) because of Adam rather than the architecture: in the first steps Adam divides each
+# gradient by a running average of its square built from only a few batches, so its first updates
+# are noisy and large (Liu et al. (2020) measured this variance and proposed RAdam to remove it).
+# This run warms up over a small share of its steps, printed below; section 1's claim is about not
+# needing a *long* one.
 #
 # The baseline to beat: a **bigram** table, next-token counts given only the previous token,
 # computed from the same training tokens and scored on the same held-out ones.
@@ -303,6 +340,10 @@ from course_utils.viz.small_gpt import plot_schedule
 
 train_cfg = TrainConfig()
 print(train_cfg)
+print(f"warm-up: {train_cfg.warmup_steps} of {train_cfg.steps} steps ({train_cfg.warmup_steps / train_cfg.steps:.1%})")
+tokens_seen = train_cfg.steps * train_cfg.batch_size * COURSE_MODEL.n_ctx
+print(f"tokens seen: {train_cfg.steps} steps × {train_cfg.batch_size} windows × {COURSE_MODEL.n_ctx} tokens "
+      f"= {tokens_seen:,}, {tokens_seen / len(train_ids):.2f} of a pass over the training tokens")
 bigram = bigram_loss(train_ids, val_ids, COURSE_MODEL.d_vocab)
 print(f"bigram baseline on the held-out tokens: {bigram:.3f} nats")
 fig = plot_schedule([lr_at(step, train_cfg) for step in range(train_cfg.steps)])
@@ -313,15 +354,21 @@ fig = plot_schedule([lr_at(step, train_cfg) for step in range(train_cfg.steps)])
 # evaluation. On a crowded machine fewer threads are faster (`threads_for_load`).
 
 # %% tags=["nbval-ignore-output"]
-# Output not compared by the tests: the loss of this run, trained on `device` (digits vary by device).
+# Output not compared by the tests: the loss of this run, trained on `device` (digits vary by device), and its time.
+import time
+
 from course_utils.checkpoint import train_course_model
 from course_utils.training import threads_for_load
 from course_utils.viz.small_gpt import LiveLossCurve
 
 torch.set_num_threads(threads_for_load())
+started = time.perf_counter()
 result = train_course_model(train_cfg, device=device, on_eval=LiveLossCurve(bigram))
+run_seconds = time.perf_counter() - started
 log = result["log"]
 print(f"final validation loss {log['val_loss'][-1]:.3f} vs bigram {bigram:.3f}")
+print(f"the run took {run_seconds:.0f} s on {describe_device(device)}: "
+      f"{tokens_seen / run_seconds:,.0f} tokens a second")
 
 # %%
 print("validation loss at least 0.3 nats below the bigram baseline:", log["val_loss"][-1] < bigram - 0.3)
@@ -371,8 +418,28 @@ for name, kw in settings.items():  # 7 + 120 tokens > n_ctx: without the cache t
     print(f"--- {name} ---\n{tokenizer.decode(out[0].tolist())}\n")
 
 # %% [markdown]
-# Greedy decoding soon repeats itself; sampling keeps the variety of the corpus, and top-k / top-p
-# stop the rare nonsense tokens in the long tail.
+# Greedy decoding soon repeats itself; sampling keeps the variety of the corpus. What top-k and top-p
+# change is the tail. The cell below draws 16 continuations of the prompt with each setting (a
+# seeded CPU generator again) and records, for every token drawn, the probability the *unfiltered*
+# model gave it (`course_utils.sample_tails`). A token it gave less than 1e-3 is one the model
+# considered nearly impossible: that is where misspelt, nonsense words come from.
+
+# %%
+from course_utils.sample_tails import sampled_probabilities
+
+many = prompt.cpu().repeat(16, 1)  # (16, 7): one prompt, 16 continuations
+n_new = COURSE_MODEL.n_ctx - many.shape[1] + 1  # fills the context (with the cache)
+for name, kw in {"plain sampling": {}, "top-k 20": dict(top_k=20), "top-p 0.9": dict(top_p=0.9)}.items():
+    drawn = sampled_probabilities(sampler, many, n_new, generator=torch.Generator().manual_seed(0), **kw)["probs"]
+    rare = int((drawn < 1e-3).sum())
+    print(f"{name:>14}: {rare:2d} of {drawn.numel()} drawn tokens had probability < 1e-3 ({rare / drawn.numel():.1%})")
+
+# %% [markdown]
+# Plain sampling draws such a token every few dozen tokens. Both
+# filters remove nearly all of them, differently: top-p keeps the smallest set of tokens that holds
+# 90% of the probability, so where the model is sure it keeps only a few; top-k always keeps 20, so
+# where the model is sure its twentieth token can itself be one in a thousand, and now and then it
+# is drawn.
 #
 # ### Exercise: The sampling loop (2 points, difficulty 2/3, about 10 min)
 #
@@ -442,8 +509,34 @@ print(f"50 new tokens: recomputing {recompute:.2f} s, with the cache {cached:.2f
 
 # %% [markdown]
 # `benchmarks/bench_gpt.py` measures this properly (256 new tokens, medians); the numbers are in
-# `benchmarks/RESULTS_gpt.md`. The cache costs memory instead: two tensors of
-# (batch, head, pos, d_head) per layer.
+# `benchmarks/RESULTS_gpt.md`. At n_ctx 64 and this size a step is a few small matrix products, and
+# much of its time goes to Python and to launching kernels, whatever the cache does; so count the
+# work instead (`course_utils.decode_work`, tested against PyTorch's `FlopCounterMode` on the real
+# passes). To sample the token after position `pos`, the model without the cache reruns all
+# `pos + 1` tokens of the window: every K and V row again, every projection, the whole attention
+# square. With the cache it runs one row, whose query meets the `pos + 1` cached keys:
+
+# %%
+from course_utils.decode_work import decode_step_work
+
+print("  pos | K,V rows computed per layer | multiply-adds per token     | saving | of which attention")
+print("      |     without   with          | without        with         |        | without      with")
+for pos in (7, 15, 31, 63):
+    w, c = decode_step_work(COURSE_MODEL, pos, use_cache=False), decode_step_work(COURSE_MODEL, pos, use_cache=True)
+    attn_w, attn_c = (sum(d[k] for k in ("projections", "scores", "mixing")) for d in (w, c))
+    print(f"{pos:5d} | {w['kv_rows'] // COURSE_MODEL.n_layers:11d} {c['kv_rows'] // COURSE_MODEL.n_layers:6d}          | "
+          f"{w['total']:12,d} {c['total']:12,d} | {w['total'] / c['total']:5.1f}x | {attn_w:11,d} {attn_c:9,d}")
+whole = [sum(decode_step_work(COURSE_MODEL, p, use_cache=u)["total"] for p in range(6, COURSE_MODEL.n_ctx)) for u in (False, True)]
+print(f"a 7-token prompt filled to n_ctx ({COURSE_MODEL.n_ctx - 6} new tokens): {whole[0]:,} vs {whole[1]:,} "
+      f"multiply-adds, {whole[0] / whole[1]:.1f}x less work with the cache")
+
+# %% [markdown]
+# Without the cache the work per token grows with the position, its attention part with the square of
+# the position; with it, everything but the q·k scores and the mixing costs one row, and those grow
+# only linearly. The saving is exactly pos + 1: without the cache each of the window's pos + 1 rows
+# does the work of the cached step's one row. So it grows with the context, and for a model with a
+# context of thousands of tokens it is thousands-fold late in a sequence. The cache costs memory
+# instead: two tensors of (batch, head, pos, d_head) per layer.
 #
 # ### Exercise: One KV-cache step (2 points, difficulty 3/3, about 15 min)
 #
@@ -500,9 +593,37 @@ print(f"newline head: layer {layer} head {head} puts {newline[layer][head]:.2f} 
       f"even attention would put {chance:.2f} ({newline[layer][head] / chance:.1f}x chance)")
 
 # %% [markdown]
-# That head looks back to where lines end: it tells each position how far into its line it is and
-# what the last line ended with, which is what verse and the `NAME:` speaker lines need. Its pattern
-# on a shorter stretch, every head at once (static), then the interactive viewer of notebook 05:
+# That head looks back to where lines end; presumably it tells each position how far into its line it
+# is and what the last line ended with, which verse and the `NAME:` speaker lines need. But an
+# attention share says only where a head *looks*, not whether the model *uses* what it finds there.
+#
+# **An ablation tests it.** Take the head with the highest previous-token score, remove its write to
+# the residual stream (zero it; every other head runs as usual, `course_utils.ablation`) and see
+# where the loss rises. If it really passes the previous token on, the damage should concentrate
+# where the previous token says most about the next one: inside a word split into several tokens
+# (in `R|om|eo`, what follows `om` depends on the `R` before it), less at a word's first token
+# (`ablation.inside_word` marks the positions). The newline head is ablated alongside, for comparison.
+# The held-out windows as above, the model's CPU copy:
+
+# %%
+from course_utils.ablation import head_ablation_losses, inside_word
+
+prev_layer, prev_head = max(((l, h) for l in range(len(prev)) for h in range(len(prev[l]))), key=lambda lh: prev[lh[0]][lh[1]])
+print(f"previous-token head: layer {prev_layer} head {prev_head}, score {prev[prev_layer][prev_head]:.2f}")
+pieces = [[tokenizer.decode([t]) for t in row] for row in windows.tolist()]
+inside = inside_word(pieces)[:, :-1]  # (32, n_ctx - 1): does the token at the scored position continue a word?
+print(f"{inside.float().mean():.0%} of the scored positions are inside a word")
+for name, (l, h) in {"previous-token": (prev_layer, prev_head), "newline": (layer, head)}.items():
+    losses = head_ablation_losses(sampler, windows, l, h)
+    change = losses["ablated"] - losses["clean"]  # (32, n_ctx - 1) nats
+    print(f"{name} head (layer {l} head {h}) zeroed: loss {change[inside].mean():+.3f} nats inside words, "
+          f"{change[~inside].mean():+.3f} elsewhere, {change.mean():+.3f} overall")
+
+# %% [markdown]
+# The previous-token head is worth several times more inside words than elsewhere: the model uses it
+# to read the word so far. The newline head costs far less overall: what it does is either
+# small or shared with other heads. Its pattern and every other head's, on a shorter stretch (static),
+# then the interactive viewer of notebook 05:
 
 # %%
 from course_utils.viz.head_viewer import attention_viewer, plot_heads
@@ -579,5 +700,7 @@ for what, attempt in attempts.items():
 # * An untrained model's loss is about ln(d_vocab); a few minutes of AdamW with warm-up, cosine decay
 #   and clipping take it below what a bigram table can do.
 # * Generation is a loop over the last position's logits; a KV cache gives the same tokens for much
-#   less work.
+#   less work, and the saving grows with the context. Top-k and top-p cut the tail that plain
+#   sampling now and then draws from.
+# * An attention pattern suggests what a head does; an ablation shows whether the model uses it.
 # * The same class holds GPT-2 small once its tensors are reshaped into ours.
