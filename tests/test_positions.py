@@ -150,7 +150,7 @@ def test_rope_matches_hugging_face_llama_up_to_feature_order():
     perm = torch.cat([torch.arange(0, d_head, 2), torch.arange(1, d_head, 2)])  # pairs (2i, 2i+1) -> (i, i + d/2)
     hf, _ = llama.apply_rotary_pos_emb(x[..., perm], x[..., perm], cos, sin)
     torch.testing.assert_close(rope_rotate(x)[..., perm], hf, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(rope_rotate(x[..., perm], layout="halves"), hf, rtol=1e-5, atol=1e-5)  # Llama's own layout
+    torch.testing.assert_close(rope_rotate(x[..., perm], layout="halves"), hf, rtol=1e-5, atol=1e-5)  # GPT-NeoX's and Hugging Face's layout
 
 
 def test_rope_scores_depend_only_on_the_offset():

@@ -21,7 +21,7 @@ from torch import nn
 
 from course_utils import multihead
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.checks._weights import Slot, compare_or_convention, convention_answer, load_weights
+from course_utils.checks.weights import Slot, compare_or_convention, convention_answer, load_weights
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.masking import causal_mask, padding_mask
