@@ -598,8 +598,9 @@ print(f"newline head: layer {layer} head {head} puts {newline[layer][head]:.2f} 
 # attention share says only where a head *looks*, not whether the model *uses* what it finds there.
 #
 # **An ablation tests it.** Take the head with the highest previous-token score, remove its write to
-# the residual stream (zero it; every other head runs as usual, `course_utils.ablation`) and see
-# where the loss rises. If it really passes the previous token on, the damage should concentrate
+# the residual stream (every other head runs as usual, `course_utils.ablation`) and see where the
+# loss rises. Zeroing it hands the later layers a value the head never writes, so the head's average
+# write at each position over the batch (mean ablation) is tried as well. If it really passes the previous token on, the damage should concentrate
 # where the previous token says most about the next one: inside a word split into several tokens
 # (in `R|om|eo`, what follows `om` depends on the `R` before it), less at a word's first token
 # (`ablation.inside_word` marks the positions). The newline head is ablated alongside, for comparison.
@@ -614,14 +615,15 @@ pieces = [[tokenizer.decode([t]) for t in row] for row in windows.tolist()]
 inside = inside_word(pieces)[:, :-1]  # (32, n_ctx - 1): does the token at the scored position continue a word?
 print(f"{inside.float().mean():.0%} of the scored positions are inside a word")
 for name, (l, h) in {"previous-token": (prev_layer, prev_head), "newline": (layer, head)}.items():
-    losses = head_ablation_losses(sampler, windows, l, h)
-    change = losses["ablated"] - losses["clean"]  # (32, n_ctx - 1) nats
-    print(f"{name} head (layer {l} head {h}) zeroed: loss {change[inside].mean():+.3f} nats inside words, "
-          f"{change[~inside].mean():+.3f} elsewhere, {change.mean():+.3f} overall")
+    for mode in ("zero", "mean"):
+        losses = head_ablation_losses(sampler, windows, l, h, mode=mode)
+        change = losses["ablated"] - losses["clean"]  # (32, n_ctx - 1) nats
+        print(f"{name} head (layer {l} head {h}), {mode}-ablated: loss {change[inside].mean():+.3f} nats inside "
+              f"words, {change[~inside].mean():+.3f} elsewhere, {change.mean():+.3f} overall")
 
 # %% [markdown]
-# The previous-token head is worth several times more inside words than elsewhere: the model uses it
-# to read the word so far. The newline head costs far less overall: what it does is either
+# Both ablations agree: the previous-token head is worth several times more inside words than
+# elsewhere, so the model uses it to read the word so far. The newline head costs far less overall: what it does is either
 # small or shared with other heads. Its pattern and every other head's, on a shorter stretch (static),
 # then the interactive viewer of notebook 05:
 
