@@ -131,6 +131,7 @@ def with_meta_module(build, use):
 def _calls_06_09() -> dict:
     from course_utils import counting as CO, gpt_fused as GF, head_scores as HS, kv_cache as KV, layernorm as LN
     from course_utils import moe as MO, moe_balancing as MB, moe_dispatch as MD, moe_routing as MR, training as TR
+    from course_utils import moe_deepseek as DS
     from course_utils.mlp import MLP
     from course_utils.multihead import MultiHeadAttention
 
@@ -155,6 +156,8 @@ def _calls_06_09() -> dict:
         "moe_balancing.load_balancing_loss": lambda: MB.load_balancing_loss(t(5, 4), 2),
         "moe_balancing.router_z_loss": lambda: MB.router_z_loss(t(5, 4)),
         "moe_balancing.update_selection_bias": lambda: MB.update_selection_bias(t(4), ids(4), 0.1),
+        "moe_deepseek.deepseek_v3_gates": lambda: DS.deepseek_v3_gates(t(5, 4), 2, t(4)),
+        "moe_deepseek.sequence_balance_loss": lambda: DS.sequence_balance_loss(t(2, 5, 4), ids(2, 5, 2)),
         "gpt.Block": module_call("gpt.Block", _tiny_gpt_config(), x=t(2, 5, 8)),
         "gpt_fused.fused_qkv": mha(lambda a: GF.fused_qkv(a, t(2, 5, 8))),
         "gpt_fused.fused_out": mha(lambda a: GF.fused_out(a, t(2, 2, 5, 4))),
@@ -267,6 +270,10 @@ NOT_ON_META = {
     "moe_balancing.load_shares": "counts tokens per expert with bincount (no meta kernel)",
     "moe_balancing.usage_entropy": "returns a Python float",
     "moe_balancing.max_entropy_bits": "arithmetic on a Python int",
+    **{f"moe_counting.{n}": "arithmetic on a DeepSeekConfig's Python ints, no tensors"
+       for n in ("DeepSeekConfig", "count_deepseek", "mla_parameters")},
+    **{f"moe_outcomes.{n}": "reads the trained runs of notebook 07's seeded experiment: needs data"
+       for n in ("claims", "final_shares", "loss_spread", "starved_experts")},
     **{f"moe_experiment.{n}": "the seeded toy experiment of notebook 07: trains on data"
        for n in ("ExperimentConfig", "Task", "TrainingRun", "capacity_report", "expert_owners", "make_task",
                  "probe_batch", "run_experiment", "sample_batch", "specialisation", "train_grid", "train_moe")},
