@@ -673,13 +673,22 @@ if transformers is not None:
 # %% [markdown]
 # Two correct answers, for two different questions. **Memory** follows the total: every expert must
 # sit in memory (or be fetched) because any token may need any expert. **Compute** follows the
-# active count: a forward pass costs about 2 FLOPs per active parameter per token, the cost of a
-# dense model a little over a quarter of the size.
+# active count. With notebook 08's convention (a multiply-add is 2 FLOPs, so a token costs 2 FLOPs
+# for every weight it is multiplied by; the input embedding is a lookup, not a product, and attention
+# adds a term that grows with the context), `compute.forward_flops` counts the weights' part exactly:
+# the cost of a dense model a little over a quarter of the size.
 
 # %%
+import dataclasses
+
+from course_utils import compute
+
+per_token = compute.forward_flops(mixtral, seq_len=1)["weights"]
+every_expert = compute.forward_flops(dataclasses.replace(mixtral, experts_per_token=mixtral.n_experts), 1)["weights"]
 print(f"weights in bfloat16 (2 bytes each): {2 * mixtral_total / 1e9:.1f} GB of memory")
-print(f"forward pass: about {2 * mixtral_active / 1e9:.1f} GFLOP per token "
-      f"(a dense model holding as much would need {2 * mixtral_total / 1e9:.1f})")
+print(f"forward pass through the weights: {per_token / 1e9:.1f} GFLOP per token "
+      f"(running all {mixtral.n_experts} experts would cost {every_expert / 1e9:.1f}, {every_expert / per_token:.1f}x)")
+print(f"the rule of thumb 2 x active parameters, input embedding included: {2 * mixtral_active / 1e9:.1f} GFLOP")
 
 # %% [markdown]
 # So Mixtral 8x7B holds about 46.7B parameters and uses about 12.9B of them per token.
