@@ -148,7 +148,8 @@ check_mlp_with_residual(mlp_with_residual)
 #
 # ReLU is $\max(0, x)$: negative in, zero out. GELU is a smooth version, $x\,\Phi(x)$ with $\Phi$ the
 # standard normal CDF: a negative input is not cut off at once but fades out. GPT-2's released code
-# (and so GPT-3) computes GELU through a cheaper tanh formula,
+# computes GELU through a cheaper tanh formula (GPT-3's paper names no activation at all; it presumably
+# kept GPT-2's),
 #
 # $$\text{GELU}_\text{tanh}(x) = \tfrac12\, x \left(1 + \tanh\!\left(\sqrt{2/\pi}\,(x + c\,x^3)\right)\right)$$
 #
@@ -288,9 +289,18 @@ for d, s in angle_stats.items():
 fig = viz.plot_angle_histograms(list(angle_stats.values()))
 
 
+# %%
+def one_digit(value):  # 29.4 -> 30, 0.52 -> 0.5: the size of a number, for the sentence below
+    return f"{float(f'{value:.1g}'):g}"
+
+
+for d, s in angle_stats.items():
+    print(f"D = {d:>6,}: a typical pair is about {one_digit(s.rms_deviation_deg)}° off perpendicular, "
+          f"the worst of the {s.n_pairs / 1e6:.0f} million about {one_digit(s.max_deviation_deg)}°")
+
 # %% [markdown]
-# In 100 dimensions a typical pair is about 6° off perpendicular and the worst of the 8 million is
-# about 30° off; in GPT-3's width the typical pair is about half a degree off and the worst about 3°.
+# The deviations shrink as the width grows: several degrees for a typical pair in 100 dimensions,
+# a fraction of a degree in GPT-3's width, and the worst pair shrinks with them.
 # The RMS column tracks $1/\sqrt D$ radians: the dot product of two random unit vectors has mean 0 and
 # variance $1/D$, and near 90° the angle moves one-for-one with the cosine.
 #
