@@ -474,6 +474,24 @@ fig = viz.plot_sparsity_grid(many_W, many.sparsity)
 # off-diagonal entries). The ReLU and a negative bias clean up that interference, which only matters
 # when two features are active at once, and that gets rarer the sparser they are.
 #
+# One caution before reading these pictures as "neurons". The hidden vector $h = Wx$ is never passed
+# through a nonlinearity: the ReLU acts on the *output* features, not on the $m$ hidden numbers. Turn
+# the hidden space by any rotation $R$ (use $RW$ in place of $W$) and $W^\top W$, hence every output
+# and the loss, is unchanged. So no hidden coordinate is special: this toy has **no privileged basis**,
+# like the residual stream, and the superposition here is features sharing a *space*, not features
+# sharing a *neuron*. Polysemantic neurons need a basis that the model cannot rotate away, which an
+# elementwise nonlinearity on the hidden layer supplies (Elhage et al. study that variant too).
+# Checked on the trained sweep with a random rotation of the five hidden dimensions:
+
+# %%
+rotation, _ = torch.linalg.qr(torch.randn(5, 5, generator=torch.Generator().manual_seed(0)))  # (5, 5) orthogonal
+probe = many.generate_batch(256, torch.Generator().manual_seed(1))  # (batch, inst, feat)
+with torch.no_grad():
+    rotated_output = toy_models.toy_model_forward(probe, rotation @ many_W, many.b_final)
+    same = torch.allclose(rotated_output, many(probe), atol=1e-5)
+print("every output the same after rotating the hidden space (up to float32 rounding, 1e-5):", same)
+
+# %% [markdown]
 # ### Five features in two dimensions
 #
 # The smallest case that can be drawn: 5 features, 2 hidden dimensions, equal importance, twelve
