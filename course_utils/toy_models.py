@@ -5,7 +5,8 @@ trained to minimise the importance-weighted squared error. Each feature is indep
 probability ``sparsity`` and otherwise uniform on [0, 1]. Every instance has its own W, b, sparsity and
 importance; all of them live in one batched tensor (W: (inst, hidden, feat)) and train in one loop,
 as ARENA 1.5.4 does. Covers the forward pass, the loss, training, and reading the result (feature
-norms, WᵀW, feature dimensionality). Leaves out correlated features and the privileged-basis variant.
+norms, WᵀW, feature dimensionality), and the linear baseline x' = WᵀW x + b (``relu=False``), which
+never superposes. Leaves out correlated features and the privileged-basis variant.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from course_utils.threads import torch_threads
-from course_utils.validate import float_tensor, positive_int
+from course_utils.validate import float_tensor, positive_int, positive_number
 
 
-def _forward(x: Tensor, W: Tensor, b_final: Tensor) -> Tensor:
+def _forward(x: Tensor, W: Tensor, b_final: Tensor, relu: bool = True) -> Tensor:
     hidden = torch.einsum("ihf,bif->bih", W, x)  # (batch, inst, hidden)
-    return torch.relu(torch.einsum("ihf,bih->bif", W, hidden) + b_final)  # (batch, inst, feat)
+    out = torch.einsum("ihf,bih->bif", W, hidden) + b_final  # (batch, inst, feat)
+    return torch.relu(out) if relu else out
 
 
 def _loss(x: Tensor, x_hat: Tensor, importance: Tensor) -> Tensor:
@@ -103,12 +105,23 @@ class ToyModel(nn.Module):
 
     ``sparsity`` (each in [0, 1)) broadcasts to (inst,), ``importance`` (positive) to (inst, feat).
     W starts Xavier-normal per instance (from ``seed`` if given, else torch's global generator), b at zero.
+    ``relu=False`` gives the linear baseline x' = WᵀW x + b, otherwise identical.
     """
 
     def __init__(
-        self, n_instances: int, n_features: int, n_hidden: int, sparsity=0.0, importance=1.0, seed: int | None = None
+        self,
+        n_instances: int,
+        n_features: int,
+        n_hidden: int,
+        sparsity=0.0,
+        importance=1.0,
+        seed: int | None = None,
+        relu: bool = True,
     ):
         super().__init__()
+        if not isinstance(relu, bool):
+            raise TypeError(f"relu must be True or False, got {type(relu).__name__}")
+        self.relu = relu
         for name, value in (("n_instances", n_instances), ("n_features", n_features), ("n_hidden", n_hidden)):
             positive_int(name, value)
         sparsity = _per_instance("sparsity", sparsity, n_instances, None)
@@ -132,7 +145,7 @@ class ToyModel(nn.Module):
                 f"x must have shape (batch, n_instances={self.n_instances}, n_features={self.n_features}), "
                 f"got {getattr(x, 'shape', type(x).__name__)}"
             )
-        return _forward(x, self.W, self.b_final)  # the parameters' shapes are the module's own
+        return _forward(x, self.W, self.b_final, self.relu)  # the parameters' shapes are the module's own
 
     def hidden(self, x: Float[Tensor, "batch inst feat"]) -> Float[Tensor, "batch inst hidden"]:
         """The m-dimensional code h = W x that the features are squeezed into."""
@@ -188,23 +201,37 @@ def train_sweep(
     lr: float = 1e-2,
     seed: int = 0,
     progress: bool = False,
+    relu: bool = True,
 ) -> tuple[ToyModel, Tensor]:
     """One instance per entry of ``sparsity``, built and trained from ``seed``: returns (model, loss history).
 
-    ``train_sweep(5, 2, [0.0, 0.9])`` trains two 5-features-in-2-dimensions models side by side.
+    ``train_sweep(5, 2, [0.0, 0.9])`` trains two 5-features-in-2-dimensions models side by side;
+    ``relu=False`` trains the linear baseline instead.
     """
     sparsity = torch.as_tensor(sparsity, dtype=torch.float32)
     if sparsity.ndim != 1 or sparsity.numel() < 1:
         raise ValueError(
             f"sparsity must be a 1-d list of values in [0, 1), one per instance, got shape {tuple(sparsity.shape)}"
         )
-    model = ToyModel(sparsity.numel(), n_features, n_hidden, sparsity=sparsity, importance=importance, seed=seed)
+    model = ToyModel(
+        sparsity.numel(), n_features, n_hidden, sparsity=sparsity, importance=importance, seed=seed, relu=relu
+    )
     return model, train_toy_models(model, steps, batch_size, lr, seed, progress)
 
 
 def feature_norms(W: Float[Tensor, "... hidden feat"]) -> Float[Tensor, "... feat"]:
     """‖W_i‖ for every feature i: about 1 if the model represents it, about 0 if it gave up on it."""
     return W.norm(dim=-2)
+
+
+def represented_features(W: Float[Tensor, "... hidden feat"], threshold: float = 0.5) -> Tensor:
+    """How many features have ‖W_i‖ > ``threshold`` (the model gave them a direction), per instance.
+
+    ``represented_features(torch.tensor([[1., 0., .6]]))`` -> ``tensor(2)``; shape ``W.shape[:-2]``.
+    """
+    W = float_tensor("W", W, "(..., hidden, feat)", min_dims=2)
+    positive_number("threshold", threshold)
+    return (W.norm(dim=-2) > threshold).sum(dim=-1)
 
 
 def interference(W: Float[Tensor, "... hidden feat"]) -> Float[Tensor, "... feat feat"]:

@@ -108,6 +108,7 @@ def _calls() -> dict:
         "toy_models.feature_norms": lambda: TM.feature_norms(t(3, 2, 5)),
         "toy_models.interference": lambda: TM.interference(t(3, 2, 5)),
         "toy_models.feature_dimensionality": lambda: TM.feature_dimensionality(t(3, 2, 5)),
+        "toy_models.represented_features": lambda: TM.represented_features(t(3, 2, 5)),
         "sparse_autoencoder.SparseAutoencoder": module_call("sparse_autoencoder.SparseAutoencoder", 5, 10, x=t(4, 5)),
         "sparse_autoencoder.recovered_features": lambda: SAE.recovered_features(t(3, 5), t(10, 5)),
     }

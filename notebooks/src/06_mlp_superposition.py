@@ -473,8 +473,30 @@ fig = viz.plot_sparsity_grid(many_W, many.sparsity)
 # and more of them get a direction: far more than five, at the price of small overlaps (the
 # off-diagonal entries). The ReLU and a negative bias clean up that interference, which only matters
 # when two features are active at once, and that gets rarer the sparser they are.
+
+# %% [markdown]
+# ### Without the ReLU: the linear baseline
 #
-# One caution before reading these pictures as "neurons". The hidden vector $h = Wx$ is never passed
+# Is it the ReLU that makes this possible? Take it out, $x' = W^\top W x + b$, and train the same
+# twenty features through five dimensions at sparsity 0.99, with the same seed, steps and optimiser:
+
+# %%
+linear, _ = toy_models.train_sweep(20, 5, [0.99], importance=0.7 ** torch.arange(20.0), steps=1000, seed=0, relu=False)
+linear_W = linear.W.detach()
+print("features with norm > 0.5 at sparsity 0.99 (of 20, hidden dims: 5):")
+print(f"  with the ReLU:    {toy_models.represented_features(many_W[many_sparsity.index(0.99)]).item():>2}")
+print(f"  linear, no ReLU:  {toy_models.represented_features(linear_W[0]).item():>2}   "
+      f"(which: {torch.nonzero(toy_models.feature_norms(linear_W[0]) > 0.5).flatten().tolist()})")
+
+# %% [markdown]
+# The linear model keeps exactly the five most important features, each on its own axis, and
+# drops the rest, although 99% of the time a feature is zero: it does what PCA would do (a linear
+# model's best answer is the projection onto its top m directions, whatever the sparsity). Without the ReLU, any overlap
+# between two feature directions leaks into the output every time either feature is active, and
+# nothing can filter it out; with the ReLU and a negative bias, the small leaks fall below zero and
+# vanish. This is Elhage et al.'s central contrast: the nonlinearity is what makes superposition pay.
+#
+# One caution before reading the sparsity pictures as "neurons". The hidden vector $h = Wx$ is never passed
 # through a nonlinearity: the ReLU acts on the *output* features, not on the $m$ hidden numbers. Turn
 # the hidden space by any rotation $R$ (use $RW$ in place of $W$) and $W^\top W$, hence every output
 # and the loss, is unchanged. So no hidden coordinate is special: this toy has **no privileged basis**,
