@@ -2,12 +2,15 @@
 
 Given activations h in m dimensions that secretly are sparse sums of n > m feature directions, the
 SAE learns an overcomplete dictionary: acts = ReLU((h − b_dec) W_enc + b_enc), h' = acts W_dec + b_dec,
-with unit-norm rows of W_dec, trained on ‖h − h'‖² + l1 · Σ acts. Covers training one SAE and
-scoring which true directions its dictionary found (cosine above a threshold). Leaves out resampling
-dead latents, top-k SAEs and transcoders.
+with unit-norm rows of W_dec, trained on ‖h − h'‖² + l1 · Σ acts. Covers training one SAE, its
+diagnostics on held-out activations (L0, fraction of variance explained, dead latents) and scoring
+which true directions its dictionary found (cosine above a threshold). Leaves out resampling dead
+latents, top-k SAEs and transcoders.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 from jaxtyping import Float
@@ -79,6 +82,45 @@ def train_sparse_autoencoder(
             optimiser.step()
             history[step] = loss.detach()
     return history
+
+
+@dataclass(frozen=True)
+class SAEDiagnostics:
+    """How an SAE does on a batch: ``l0`` the mean number of active latents per input,
+    ``variance_explained`` 1 − Σ‖h − h'‖² / Σ‖h − mean(h)‖², ``dead`` the latents never active (bool, (d_sae,))."""
+
+    l0: float
+    variance_explained: float
+    dead: Tensor
+
+    @property
+    def n_dead(self) -> int:
+        return int(self.dead.sum())
+
+
+def sae_diagnostics(sae: SparseAutoencoder, h: Float[Tensor, "batch d_in"]) -> SAEDiagnostics:
+    """L0, fraction of variance explained and dead latents of ``sae`` on activations ``h`` (use held-out ones).
+
+    A latent is active on an input when its activation is > 0; it is dead when active on none of them.
+    ``h`` must be a finite (batch, d_in) tensor with at least two rows that are not all equal.
+    """
+    if not isinstance(sae, SparseAutoencoder):
+        raise TypeError(f"sae must be a SparseAutoencoder, got {type(sae).__name__}")
+    h = float_tensor("h", h, "(batch, d_in)", min_dims=2)
+    d_in = sae.W_enc.shape[0]
+    if h.ndim != 2 or h.shape[1] != d_in or h.shape[0] < 2:
+        raise ValueError(f"h must have shape (batch >= 2, d_in={d_in}), got {tuple(h.shape)}")
+    with torch.no_grad():
+        acts, h_hat = sae(h)  # (batch, d_sae), (batch, d_in)
+        total = (h - h.mean(dim=0)).square().sum()
+        if total == 0:
+            raise ValueError("h must vary across the batch (its variance is zero, so no fraction can be explained)")
+        active = acts > 0
+        return SAEDiagnostics(
+            l0=active.sum(dim=-1).double().mean().item(),
+            variance_explained=(1 - (h - h_hat).square().sum() / total).item(),
+            dead=~active.any(dim=0),
+        )
 
 
 def recovered_features(

@@ -221,6 +221,8 @@ NOT_ON_META = {
     "threads.torch_threads": "a context manager for the thread count, no tensors",
     "sparse_autoencoder.train_sparse_autoencoder": "trains a model: needs data",
     "sparse_autoencoder.hidden_activation_sampler": "samples a trained ToyModel: needs data",
+    "sparse_autoencoder.SAEDiagnostics": "a dataclass of results",
+    "sparse_autoencoder.sae_diagnostics": "returns Python floats from the SAE's activations (needs data)",
     # notebooks 06-09
     **{f"counting.{n}": "arithmetic on a ModelConfig's Python ints, no tensors"
        for n in ("ModelConfig", "active_parameters", "attention_parameters", "count_encoder_decoder",

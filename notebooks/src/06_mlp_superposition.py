@@ -607,6 +607,19 @@ fig = viz.plot_instances_2d(five_W, five.sparsity, [0, 4, 7, 11])
 # penalty so that each $h$ is rebuilt from only a few of them. If the hidden space really is a sparse
 # sum of feature directions, the dictionary should line up with those directions.
 #
+# Written out: the latents are $f = \text{ReLU}\big((h - b_\text{dec}) W_\text{enc} + b_\text{enc}\big)$
+# (one non-negative number per dictionary entry), the reconstruction is $\hat h = f\, W_\text{dec} + b_\text{dec}$,
+# and training minimises, averaged over a batch,
+#
+# $$L = \lVert h - \hat h \rVert^2 + \lambda\, \lVert f \rVert_1 ,$$
+#
+# a reconstruction term plus an L1 penalty of strength $\lambda$ (`l1` in the code) that pushes most
+# latents to exactly zero. The rows of $W_\text{dec}$ (the dictionary directions) are kept at **unit
+# norm**; the course's SAE divides each row by its length when it decodes. Without that constraint
+# the penalty has a loophole: halve every latent and double every decoder row, and $\hat h$ is
+# unchanged while $\lVert f \rVert_1$ is halved. Repeat, and the optimiser drives $f$ towards zero
+# and the decoder towards infinity, paying almost no penalty and learning nothing sparse.
+#
 # Here we know the truth, so we can score it: an SAE with 40 latents trained on the 5-dimensional
 # hidden activations of the 20-feature model at sparsity 0.99, and for each feature the model
 # represents, its best cosine with any dictionary direction:
@@ -631,6 +644,43 @@ print(f"worst best-cosine: {best.min().item():.3f}")
 fig = viz.plot_sae_cosines(best, 0.9)
 
 # %% [markdown]
+# The loophole, on this SAE: the same reconstruction from latents ten times smaller and decoder rows
+# ten times longer, at a tenth of the penalty:
+
+# %%
+h_probe = hidden_activation_sampler(many, instance)(1024, torch.Generator().manual_seed(1))  # (batch, 5)
+with torch.no_grad():
+    f = sae.encode(h_probe)  # (batch, 40)
+    same = torch.allclose((f / 10) @ (10 * sae.directions()), f @ sae.directions(), atol=1e-6)
+print("same reconstruction:", same)
+print(f"L1 penalty, mean per input: {f.sum(dim=-1).mean().item():.4f} -> {(f / 10).sum(dim=-1).mean().item():.4f}")
+
+# %% [markdown]
+# Three numbers every SAE report gives, measured on a **held-out** batch (not the training data):
+# **L0**, the average number of latents active per input (the sparsity actually reached);
+# the **fraction of variance explained**, $1 - \sum \lVert h - \hat h \rVert^2 / \sum \lVert h - \bar h \rVert^2$
+# (1 is a perfect reconstruction, 0 no better than always answering the mean); and the **dead latents**,
+# those active on no input at all, dictionary entries that were paid for and never used.
+# `sparse_autoencoder.sae_diagnostics` computes them; beside L0, the number of the toy model's
+# represented features that are actually non-zero per input:
+
+# %%
+from course_utils.sparse_autoencoder import sae_diagnostics
+
+held_out = many.generate_batch(8192, torch.Generator().manual_seed(2))  # (batch, inst, feat), unseen in training
+diagnostics = sae_diagnostics(sae, many.hidden(held_out)[:, instance].detach())
+true_active = (held_out[:, instance, represented] > 0).sum(dim=-1).float().mean().item()
+print(f"L0: {diagnostics.l0:.2f} latents active per input   (represented features active per input: {true_active:.2f})")
+print(f"fraction of variance explained: {diagnostics.variance_explained:.3f}")
+print(f"dead latents: {diagnostics.n_dead} of {sae.W_enc.shape[1]}")
+
+# %% [markdown]
+# The reconstruction is nearly complete, and a few latents never fire. L0 is several times the number
+# of features really present: with 40 latents for 12 represented features, an input switches on more
+# latents than it has features (several latents can share one feature, or fire on the small overlaps
+# between features). A good variance score does not make a clean dictionary; L0 and the dead count
+# are how you notice.
+#
 # The SAE finds every superposed direction from the activations alone, more directions than there are
 # hidden dimensions. This is what interpretability research does on real models: train an SAE on
 # a layer's activations (usually the residual stream or the MLP's neurons), then read each latent
