@@ -387,6 +387,21 @@ def _small_folder(root: Path, slow: bool, sleep: int = 8) -> Path:
     return subs
 
 
+def _kernels_of(pid: int) -> set[int]:
+    """The pids of the sandboxed kernels (``course_utils.lab.boot``) below process ``pid`` now."""
+    found = set()
+    try:
+        for child in psutil.Process(pid).children(recursive=True):
+            try:
+                if "course_utils.lab.boot" in " ".join(child.cmdline()):
+                    found.add(child.pid)
+            except psutil.Error:
+                continue
+    except psutil.Error:
+        pass
+    return found
+
+
 @pytest.mark.slow
 @needs_bwrap
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -400,14 +415,18 @@ def test_a_killed_grader_resumes_from_its_journal(tmp_path, jobs):
             "--source", str(WELCOME.parent), "--quiet", "--timeout", str(CELL_TIMEOUT), "--probe-timeout", str(PROBE_TIMEOUT)]
     grader = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=dict(os.environ, COURSE_LAB_RUN=RUN))
-    deadline = time.monotonic() + 240
+    # Kill it once ann is in the journal and zoe's sandboxed kernel is up (two kernels seen, one alive):
+    # killing while zoe's kernel is still being spawned tests a narrower race than this test is about.
+    deadline, kernels = time.monotonic() + 240, set()
     while time.monotonic() < deadline and grader.poll() is None:
-        if journal.exists() and journal.read_text().count("\n") >= 1:
+        alive = _kernels_of(grader.pid)
+        kernels |= alive
+        if journal.exists() and journal.read_text().count("\n") >= 1 and len(kernels) >= 2 and alive:
             break
         time.sleep(0.2)
     assert grader.poll() is None, "the grader finished before it could be killed"
     assert "zoe" not in journal.read_text()
-    grader.send_signal(signal.SIGKILL)  # while it grades zoe
+    grader.send_signal(signal.SIGKILL)  # while zoe's kernel runs its sleep
     grader.wait()
     # Its workers and zoe's kernel die with it (empty cgroups may stay); 4 s is less than zoe's sleep, so a
     # kernel that outlived the grader would still be running then.
