@@ -7,7 +7,7 @@ PORT   ?= 8888
 # JupyterLab refuses to run as root unless told; only pass the flag when we are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: setup setup-test lab test test-fast notebooks release clean
+.PHONY: setup setup-test lab solutions test test-fast notebooks release clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; set PYTHON=python3.x")'
@@ -26,8 +26,18 @@ $(VENV)/.installed-test: $(VENV)/.installed
 setup: $(VENV)/.installed
 setup-test: $(VENV)/.installed-test
 
+# The student's course: their own copy in notebooks/student/ (git-ignored), made on first use and never
+# overwritten afterwards (`course-lab update` adds new notebooks beside theirs and says what it left alone).
+# LabApp.default_url makes both the browser and the printed link open 00_welcome, not the Launcher.
 lab: setup
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) notebooks/00_welcome.ipynb
+	$(BIN)/course-lab update --source notebooks --folder notebooks/student
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) \
+		--LabApp.default_url=/lab/tree/student/00_welcome.ipynb
+
+# The instructor's course: the solution notebooks, every output stored.
+solutions: setup
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) \
+		--LabApp.default_url=/lab/tree/00_welcome.ipynb
 
 # Two workers (pytest-xdist): each notebook and the browser tests stay whole on one worker (conftest.py).
 TEST_WORKERS ?= 2

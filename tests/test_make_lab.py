@@ -1,5 +1,7 @@
-"""`make lab` (the README's first command) really serves the course: run the exact command it
-prints, with a free port and no browser, and fetch the welcome notebook through the server."""
+"""`make lab` (the README's first command) really serves the student's course: run the exact commands it
+prints, in a scratch copy of the repository's notebooks (so the real notebooks/student is not touched),
+with a free port and no browser; the student's copy is made, the link the server prints opens
+00_welcome in it, and the server hands that notebook out."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,18 +26,41 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _recipe(target: str, port: int) -> list[str]:
+    """The commands ``make -n target`` prints, backslash-continued lines joined."""
+    dry = subprocess.run(["make", "-n", target, f"PORT={port}"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return [line for line in dry.stdout.replace("\\\n", " ").splitlines() if line.strip()]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_lab_serves_the_welcome_notebook():
+def test_make_lab_serves_the_students_welcome_notebook(tmp_path):
     port = _free_port()
-    dry = subprocess.run(["make", "-n", "lab", f"PORT={port}"], cwd=ROOT, capture_output=True, text=True, check=True)
-    command = next(line for line in dry.stdout.splitlines() if "jupyter lab" in line)
-    assert "notebooks/00_welcome.ipynb" in command
+    update, serve = [line for line in _recipe("lab", port) if "course-lab update" in line or "jupyter lab" in line]
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("student", ".*"))
+
+    subprocess.run(shlex.split(update), cwd=tmp_path, check=True, capture_output=True, text=True)
+    welcome = nbformat.read(str(tmp_path / "notebooks/student/00_welcome.ipynb"), as_version=4)
+    code = [c for c in welcome.cells if c.cell_type == "code"]
+    assert not any(c.outputs for c in code), "the student's copy must start without outputs"
+    assert any("NotImplementedError" in c.source for c in code), "the student's copy must have the exercise stubs"
+    assert "# BEGIN SOLUTION" not in json.dumps(welcome)
+
+    # a student's work survives the next `make lab`
+    welcome.cells[0].source += "\n\nmy own note"
+    nbformat.write(welcome, str(tmp_path / "notebooks/student/00_welcome.ipynb"))
+    again = subprocess.run(shlex.split(update), cwd=tmp_path, check=True, capture_output=True, text=True)
+    assert "up to date" in again.stdout
+    assert "my own note" in (tmp_path / "notebooks/student/00_welcome.ipynb").read_text()
+
     token = "course-test-token"
-    args = shlex.split(command) + ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"]
-    server = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = shlex.split(serve) + ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"]
+    log = tmp_path / "server.log"
+    with log.open("w") as sink:
+        server = subprocess.Popen(args, cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)
     try:
-        url = f"http://127.0.0.1:{port}/api/contents/00_welcome.ipynb?token={token}&content=0"
+        url = f"http://127.0.0.1:{port}/api/contents/student/00_welcome.ipynb?token={token}&content=0"
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -45,7 +71,16 @@ def test_make_lab_serves_the_welcome_notebook():
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise
                 time.sleep(0.5)
-        assert info["name"] == "00_welcome.ipynb" and info["type"] == "notebook"
+        assert info["path"] == "student/00_welcome.ipynb" and info["type"] == "notebook"
+        # the link printed for the student (and opened in the browser) is the notebook, not the Launcher
+        assert f"127.0.0.1:{port}/lab/tree/student/00_welcome.ipynb?token=" in log.read_text()
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_solutions_opens_the_solved_welcome_notebook():
+    (serve,) = [line for line in _recipe("solutions", 8888) if "jupyter lab" in line]
+    assert "--ServerApp.root_dir=notebooks" in serve and "--LabApp.default_url=/lab/tree/00_welcome.ipynb" in serve
+    assert (ROOT / "notebooks/00_welcome.ipynb").exists()

@@ -18,7 +18,7 @@ def lab(tmp_path_factory):
         pytest.skip(reason)
     work = tmp_path_factory.mktemp("browser")
     root = work / "notebooks"
-    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copytree(NOTEBOOKS, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "student"))
     server = LabServer(root, work / "jupyter").start()
     yield server
     server.stop()

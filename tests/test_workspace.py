@@ -1,0 +1,94 @@
+"""The student's own copy (``course-lab update``, run by ``make lab``): made once, then only added to;
+a student's notebook is never overwritten, whatever the course does."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from course_utils.lab.cli import main
+from course_utils.lab.workspace import update_workspace
+
+
+def _course_notebook(path, body="    return x + 1", text="Add one."):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(text),
+        nbformat.v4.new_code_cell(f"def add_one(x):\n    # BEGIN SOLUTION\n{body}\n    # END SOLUTION"),
+    ]
+    nbformat.write(nb, str(path))
+
+
+@pytest.fixture
+def course(tmp_path):
+    source = tmp_path / "course"
+    source.mkdir()
+    _course_notebook(source / "00_a.ipynb")
+    _course_notebook(source / "01_b.ipynb")
+    return source
+
+
+def _edit(path, note):
+    nb = nbformat.read(str(path), as_version=4)
+    nb.cells[1].source = f"def add_one(x):\n    return x + 1  # {note}"
+    nbformat.write(nb, str(path))
+
+
+def test_first_use_writes_student_versions(course, tmp_path):
+    report = update_workspace(course, tmp_path / "mine")
+    assert report.added == ["00_a.ipynb", "01_b.ipynb"] and not report.kept and not report.updated_beside
+    text = (tmp_path / "mine/00_a.ipynb").read_text()
+    assert "NotImplementedError" in text and "return x + 1" not in text
+    assert "Made your copy of the course" in report.lines()[0]
+
+
+def test_student_work_survives_and_new_notebooks_are_added(course, tmp_path):
+    mine = tmp_path / "mine"
+    update_workspace(course, mine)
+    _edit(mine / "00_a.ipynb", "my answer")
+    (mine / "01_b.ipynb").unlink()  # a student who deleted a notebook gets it back
+    _course_notebook(course / "02_c.ipynb")
+    report = update_workspace(course, mine)
+    assert report.kept == ["00_a.ipynb"] and report.added == ["01_b.ipynb", "02_c.ipynb"]
+    assert "my answer" in (mine / "00_a.ipynb").read_text()
+    assert update_workspace(course, mine).lines() == [f"Your copy of the course in {mine} is up to date (3 notebooks)."]
+
+
+def test_a_changed_course_notebook_goes_beside_the_students(course, tmp_path):
+    mine = tmp_path / "mine"
+    update_workspace(course, mine)
+    _edit(mine / "00_a.ipynb", "my answer")
+    _course_notebook(course / "00_a.ipynb", text="Add one, now with a better explanation.")
+    report = update_workspace(course, mine)
+    assert report.updated_beside == [("00_a.ipynb", "00_a.updated.ipynb")] and report.kept == ["01_b.ipynb"]
+    assert "my answer" in (mine / "00_a.ipynb").read_text()
+    assert "better explanation" in (mine / "00_a.updated.ipynb").read_text()
+    assert "left as it is" in " ".join(report.lines())
+    # told once: the next run has nothing new to say
+    assert update_workspace(course, mine).updated_beside == []
+    # a second change replaces our .updated file while the student has not touched it ...
+    _course_notebook(course / "00_a.ipynb", text="Add one, third version.")
+    assert update_workspace(course, mine).updated_beside == [("00_a.ipynb", "00_a.updated.ipynb")]
+    assert "third version" in (mine / "00_a.updated.ipynb").read_text()
+    # ... and never once they have worked in it
+    _edit(mine / "00_a.updated.ipynb", "work in the new version")
+    _course_notebook(course / "00_a.ipynb", text="Add one, fourth version.")
+    assert update_workspace(course, mine).updated_beside == [("00_a.ipynb", "00_a.updated-2.ipynb")]
+    assert "work in the new version" in (mine / "00_a.updated.ipynb").read_text()
+    assert "my answer" in (mine / "00_a.ipynb").read_text()
+
+
+def test_a_notebook_that_cannot_be_released_writes_nothing(course, tmp_path):
+    (course / "03_bad.ipynb").write_text("{not json")
+    assert main(["update", "--source", str(course), "--folder", str(tmp_path / "mine")]) == 2
+    assert not (tmp_path / "mine").exists()
+
+
+def test_the_folder_must_not_be_the_course(course):
+    with pytest.raises(ValueError, match="folder must differ"):
+        update_workspace(course, course)
+
+
+def test_cli_reports_what_it_did(course, tmp_path, capsys):
+    assert main(["update", "--source", str(course), "--folder", str(tmp_path / "mine")]) == 0
+    assert "2 notebooks" in capsys.readouterr().out
