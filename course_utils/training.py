@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor, nn
-from tqdm.auto import tqdm
+from course_utils.progress import progress_bar
 
 from course_utils.entropy import cross_entropy
 from course_utils.threads import threads_for_load  # noqa: F401 (notebook 09 imports it from here)
@@ -189,7 +189,7 @@ def train(
     model.train()
     # At most one redraw a second: each is a message on the kernel's output channel, and a long run
     # that sends more than its queue holds (1,000) can lose the cell's final "idle" message there.
-    bar = tqdm(
+    bar = progress_bar(
         range(cfg.steps if stop_after is None else min(stop_after, cfg.steps)),
         desc="training",
         disable=not progress,

@@ -107,9 +107,9 @@ def learn_merges(counts: Counter, n_new: int, progress: bool = False) -> list[tu
     heapq.heapify(heap)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from course_utils.progress import progress_bar
 
-        bar = tqdm(total=n_new, desc="BPE merges", unit="merge")
+        bar = progress_bar(total=n_new, desc="BPE merges", unit="merge")
     merges, created = [], 0
     while created < n_new and heap:
         neg, pair = heapq.heappop(heap)

@@ -491,11 +491,11 @@ print(f"tokens with Z > 0: {int((Z > 0).sum())} of {big.shape[0]}; "
 #   a tiny sequence-wise loss besides (section 10).
 
 # %%
-from tqdm.auto import tqdm
+from course_utils.progress import progress_bar
 
 cfg = moe_experiment.ExperimentConfig()
 print(cfg)
-with tqdm(total=3 * cfg.steps, desc="three training runs") as bar:
+with progress_bar(total=3 * cfg.steps, desc="three training runs") as bar:
     runs = moe_experiment.run_experiment(cfg, seed=0, progress=bar)
 
 # %%
@@ -521,7 +521,7 @@ for name, run in runs.items():
 from course_utils import moe_outcomes
 
 seeds = range(5)
-with tqdm(total=3 * cfg.steps * (len(seeds) - 1), desc="four more seeds") as bar:
+with progress_bar(total=3 * cfg.steps * (len(seeds) - 1), desc="four more seeds") as bar:
     sweep = {seed: runs if seed == 0 else moe_experiment.run_experiment(cfg, seed=seed, progress=bar) for seed in seeds}
 per_seed = {seed: moe_outcomes.claims(seed_runs) for seed, seed_runs in sweep.items()}
 for claim in per_seed[0]:
@@ -598,7 +598,7 @@ from dataclasses import replace
 
 grid_cfg = replace(cfg, steps=60, batch=128)
 grid_keys = dict(n_experts=(4, 8), ks=(1, 2), alphas=(0.0, 0.01, 0.1))
-with tqdm(total=12, desc="runs for the widget") as bar:
+with progress_bar(total=12, desc="runs for the widget", unit="run") as bar:
     grid = moe_experiment.train_grid(grid_cfg, **grid_keys, seed=0, progress=bar)
 probe_x, _ = moe_experiment.probe_batch(grid_cfg, 512, seed=0)
 
