@@ -21,27 +21,23 @@ def model_parameter_count(cfg: ModelConfig) -> int:
 
 
 def _model_cases(seed: int) -> list[Case]:
+    """Four configs that between them take every branch a count has: each norm (LayerNorm with and without
+    its bias, RMSNorm with bias=True, none), each kind of positions, plain and gated MLPs (SwiGLU and GeGLU),
+    GQA with and without biases, a mixture of plain-MLP experts with biases, tied and untied embeddings."""
     base = ModelConfig(d_vocab=1000 + 7 * seed, n_ctx=64, d_model=48, n_layers=3 + seed, n_heads=6)
-    configs = [
-        base,
-        base.with_(
-            tie_embeddings=False, positions="rotary", norm="rmsnorm", bias=False, mlp="swiglu", n_kv_heads=2, d_mlp=128
+    configs = {
+        "GPT-2 style, tied": base,
+        "GQA, SwiGLU, LayerNorm, rotary, untied, no biases": base.with_(
+            tie_embeddings=False, positions="rotary", bias=False, mlp="swiglu", n_kv_heads=2, d_mlp=128
         ),
-        base.with_(
-            n_experts=4,
-            experts_per_token=2,
-            mlp="swiglu",
-            norm="rmsnorm",
-            positions="rotary",
-            bias=False,
-            tie_embeddings=False,
+        "4 experts (plain GELU MLPs), top-2, with biases, no norms, no positions, untied": base.with_(
+            n_experts=4, experts_per_token=2, norm="none", positions="none", tie_embeddings=False
         ),
-        base.with_(bias=False),
-    ]
-    labels = ["GPT-2 style, tied", "GQA, SwiGLU, RMSNorm, rotary, untied, no biases", "4 experts, top-2", "no biases"]
-    return [
-        Case(f"{label} ({cfg.n_layers} layers, d_vocab={cfg.d_vocab})", (cfg,)) for label, cfg in zip(labels, configs)
-    ]
+        "GQA, GeGLU, RMSNorm, sinusoidal positions, with biases, tied": base.with_(
+            n_kv_heads=2, mlp="geglu", d_mlp=80, norm="rmsnorm", positions="sinusoidal"
+        ),
+    }
+    return [Case(f"{label} ({cfg.n_layers} layers, d_vocab={cfg.d_vocab})", (cfg,)) for label, cfg in configs.items()]
 
 
 bank = Bank()
@@ -67,6 +63,35 @@ def _model_active_only(cfg):
 def _model_experts_everywhere(cfg):
     counts = counting.count_parameters(cfg)
     return counts["total"] + (cfg.n_experts - 1) * cfg.n_layers * sum(counting.attention_parameters(cfg).values())
+
+
+@bank.mistake(
+    "RMSNorm with a bias", "RMSNorm has only a gain (d_model numbers), even when bias=True; only LayerNorm has a bias"
+)
+def _model_rmsnorm_bias(cfg):
+    extra = cfg.d_model if cfg.norm == "rmsnorm" and cfg.bias else 0
+    return counting.count_parameters(cfg)["total"] + (2 * cfg.n_layers + 1) * extra
+
+
+@bank.mistake("router with a bias", "the router is bias-free (d_model x n_experts), whatever `bias` says")
+def _model_router_bias(cfg):
+    extra = cfg.n_experts if cfg.n_experts > 1 and cfg.bias else 0
+    return counting.count_parameters(cfg)["total"] + cfg.n_layers * extra
+
+
+@bank.mistake("only SwiGLU gated", "GeGLU is gated too (three matrices): use cfg.gated rather than testing for swiglu")
+def _model_only_swiglu_gated(cfg):
+    plain = cfg.with_(mlp="gelu") if cfg.mlp == "geglu" else cfg
+    return counting.count_parameters(plain)["total"]
+
+
+@bank.mistake(
+    "positions unless rotary",
+    "only learned positions are parameters (an n_ctx x d_model table); sinusoidal and 'none' add nothing",
+)
+def _model_positions_unless_rotary(cfg):
+    extra = cfg.n_ctx * cfg.d_model if cfg.positions in ("sinusoidal", "none") else 0
+    return counting.count_parameters(cfg)["total"] + extra
 
 
 # -- accepted alternatives -----------------------------------------------------------------------
