@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from course_utils.checks.compare import describe_mismatch
-from course_utils.checks.outcome import Outcome
+from course_utils.checks.outcome import Outcome, passed_line
 from course_utils.tolerances import teaching_tolerance
 
 PASSED, FAILED, NOT_ATTEMPTED, ERROR = "passed", "failed", "not_attempted", "error"
@@ -233,13 +233,13 @@ class Exercise:
                 return FAILED, f"{prop.hint} (case: {case.label})"
         return FAILED, f"{mismatch} (case: {case.label})"
 
-    def verdict(self, results: Sequence[tuple[str, str]], notes: Sequence[str] = ()) -> Verdict:
-        """Fold per-case results into one verdict: the first failure wins, else a pass line."""
+    def verdict(self, results: Sequence[tuple[str, str]], notes: Sequence[str] = (), seed: int = 0) -> Verdict:
+        """Fold per-case results into one verdict: the first failure wins, else a pass line (``passed_line``)."""
         note = "".join(f" (note: {n})" for n in dict.fromkeys(notes))
         for status, message in results:
             if status != PASSED:
                 return Verdict(self.name, status, message + note, len(results))
-        return Verdict(self.name, PASSED, f"passed all {len(results)} cases{note}", len(results))
+        return Verdict(self.name, PASSED, passed_line(len(results), seed) + note, len(results))
 
     def _argument_names(self) -> list[str]:
         try:
@@ -269,4 +269,4 @@ class Exercise:
             results.append((status, message))
             if status != PASSED:
                 break
-        return self.verdict(results, notes)
+        return self.verdict(results, notes, seed)

@@ -6,6 +6,10 @@ in torch, the standard library, site-packages and ``course_utils`` are skipped, 
 their cell). ``describe_error`` adds a fix for the commonest errors (``error_hint``): a ``.view`` on
 a transposed tensor, shapes that do not multiply or broadcast, mixed dtypes or devices.
 
+``passed_line(cases, seed)`` is what a passing check says. On the public cases (seed 0, the check a
+notebook runs) it never says "all passed": the grader also runs ``HIDDEN_SEEDS`` (each exercise's
+cases on other seeds, as many per seed), so it says how many hidden cases remain to be graded.
+
 Leaves out: judging the value (``core.Exercise.judge``) and comparing tensors (``compare``).
 """
 
@@ -54,6 +58,17 @@ ERROR_HINTS: tuple[tuple[str, str], ...] = (
         "keep the computation in torch, no `.item()` or `.detach()`",
     ),
 )
+
+HIDDEN_SEEDS = (1, 2)  # the seeds of the grader's hidden cases (``course-lab grade --hidden-seeds``' default)
+
+
+def passed_line(cases: int, seed: int = 0) -> str:
+    """``passed_line(4)`` -> ``'passed the 4 public cases; 8 hidden cases remain to be graded'``;
+    on a hidden seed, ``passed_line(4, seed=1)`` -> ``'passed all 4 cases'``."""
+    if seed != 0:
+        return f"passed all {cases} cases"
+    return f"passed the {cases} public cases; {cases * len(HIDDEN_SEEDS)} hidden cases remain to be graded"
+
 
 _STDLIB_DIR = os.path.dirname(os.path.abspath(inspect.__file__))
 _COURSE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
