@@ -26,9 +26,9 @@ def _sample_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     model = tiny_model(seed)
     return [
-        Case(
-            "2 prompts of 4 tokens, 5 new, temperature 1",
-            (model, torch.randint(0, 23, (2, 4), generator=gen), 5, 1.0, seed),
+        Case(  # sampled, not greedy, past the context: a crop from the wrong end or by one too many shows here
+            "2 prompts of 8 tokens, 10 new, temperature 0.7, past the context of 12",
+            (model, torch.randint(0, 23, (2, 8), generator=gen), 10, 0.7, seed),
         ),
         Case(
             "temperature 0 (greedy), past the context of 12",
@@ -80,6 +80,19 @@ def sample_always_greedy(model, prompt, n_new, temperature, generator):
     for _ in range(n_new):
         logits = model(ids[:, -model.cfg.n_ctx :])[:, -1]
         ids = torch.cat([ids, logits.argmax(-1, keepdim=True)], dim=1)
+    return ids
+
+
+@bank.mistake(
+    "cropped the wrong end",
+    "past n_ctx tokens, keep the LAST n_ctx (ids[:, -n_ctx:]): the model must see the most recent tokens, "
+    "not the oldest ones",
+)
+def sample_first_n_ctx(model, prompt, n_new, temperature, generator):
+    ids = prompt.clone()
+    for _ in range(n_new):
+        logits = model(ids[:, : model.cfg.n_ctx])[:, -1]
+        ids = torch.cat([ids, sample_next_token(logits, temperature, generator=generator)[:, None]], dim=1)
     return ids
 
 
