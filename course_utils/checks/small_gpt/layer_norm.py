@@ -31,7 +31,7 @@ def _ln_cases(seed: int) -> list[Case]:
         Case(
             "a batch of 3 sequences of 5 positions, d_model 8, learned w and b", (rand(3, 5, 8), 1 + rand(8), rand(8))
         ),
-        Case("tiny spread (eps matters)", (1e-3 * rand(4, 6), 1 + rand(6), rand(6))),
+        Case("tiny spread, eps = 1e-4 given (eps matters)", (1e-3 * rand(4, 6), 1 + rand(6), rand(6), 1e-4)),
     ]
 
 
@@ -79,6 +79,12 @@ def ln_over_batch(x, w, b, eps=1e-5):
 def ln_eps_outside(x, w, b, eps=1e-5):
     centred = x - x.mean(-1, keepdim=True)
     return centred / (centred.pow(2).mean(-1, keepdim=True).sqrt() + eps) * w + b
+
+
+@bank.mistake("eps ignored", "use the eps you are given (the check passes its own); don't write 1e-5 into the formula")
+def ln_eps_hard_coded(x, w, b, eps=1e-5):
+    centred = x - x.mean(-1, keepdim=True)
+    return centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + 1e-5) * w + b
 
 
 # -- accepted alternatives -----------------------------------------------------------------------
