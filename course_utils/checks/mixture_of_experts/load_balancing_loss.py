@@ -26,11 +26,14 @@ def _loss_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     skewed = random_logits(gen, 40, 6)
     skewed[:, 0] += 2.0
+    even, few = random_logits(gen, 32, 8), random_logits(gen, 24, 4)
+    idle_last = random_logits(gen, 30, 5)
+    idle_last[:, -1] -= 10.0  # the last expert is never in a token's top 3: its count is 0 (bincount needs minlength)
     return [
-        Case("32 tokens, 8 experts, k=2, alpha=0.01", (random_logits(gen, 32, 8), 2, 0.01)),
+        Case("32 tokens, 8 experts, k=2, alpha=0.01", (even, 2, 0.01)),
         Case("40 tokens, 6 experts (expert 0 popular), k=2, alpha=1", (skewed, 2, 1.0)),
-        Case("24 tokens, 4 experts, k=1, alpha=0.1", (random_logits(gen, 24, 4), 1, 0.1)),
-        Case("30 tokens, 5 experts, k=3, alpha=0.5", (random_logits(gen, 30, 5), 3, 0.5)),
+        Case("24 tokens, 4 experts, k=1, alpha=0.1", (few, 1, 0.1)),
+        Case("30 tokens, 5 experts (expert 4 never chosen), k=3, alpha=0.5", (idle_last, 3, 0.5)),
     ]
 
 
