@@ -31,7 +31,10 @@ def _dim_cases(seed: int) -> list[Case]:
     return [
         Case("a pentagon with uneven lengths (hidden 2, feat 5)", (pentagon,)),
         Case("random W of shape (hidden 3, feat 8)", (torch.randn(3, 8, generator=gen, dtype=F64),)),
-        Case("batched W of shape (inst 4, hidden 5, feat 12)", (torch.randn(4, 5, 12, generator=gen, dtype=F64),)),
+        Case(
+            "W with two leading axes, shape (2, 3, hidden 5, feat 12)",
+            (torch.randn(2, 3, 5, 12, generator=gen, dtype=F64),),
+        ),
     ]
 
 
