@@ -29,11 +29,15 @@ def _dispatch_cases(seed: int) -> list[Case]:
     for label, tokens, d_model, n_experts, k in (
         ("12 tokens, 4 experts, k=2", 12, 6, 4, 2),
         ("30 tokens, 6 experts, k=2", 30, 8, 6, 2),
-        ("10 tokens, 5 experts, k=3", 10, 4, 5, 3),
+        ("10 tokens, 5 experts, k=3 (expert 3 idle, expert 4 chosen by token 0 only)", 10, 4, 5, 3),
     ):
         torch.manual_seed(seed * 1000 + tokens)
         experts = [SwiGLU(d_model, 2 * d_model, init_std=0.5).double() for _ in range(n_experts)]
-        gates, indices = top_k_gates(random_logits(gen, tokens, n_experts), k)
+        logits = random_logits(gen, tokens, n_experts)
+        if n_experts == 5:  # an expert no token chose and one a single token chose: both edge cases of a loop
+            logits[:, 3:] -= 20.0
+            logits[0, 4] = logits[0, :3].max() + 0.5  # token 0's first choice, with a gate well below 1
+        gates, indices = top_k_gates(logits, k)
         x = torch.randn(tokens, d_model, generator=gen, dtype=F64)
         cases.append(Case(label, (x, indices, gates, experts)))
     return cases
