@@ -30,8 +30,8 @@ def _model_cases(seed: int) -> list[Case]:
         "GQA, SwiGLU, LayerNorm, rotary, untied, no biases": base.with_(
             tie_embeddings=False, positions="rotary", bias=False, mlp="swiglu", n_kv_heads=2, d_mlp=128
         ),
-        "4 experts (plain GELU MLPs), top-2, with biases, no norms, no positions, untied": base.with_(
-            n_experts=4, experts_per_token=2, norm="none", positions="none", tie_embeddings=False
+        "2 experts (plain GELU MLPs), top-1, with biases, no norms, no positions, untied": base.with_(
+            n_experts=2, experts_per_token=1, norm="none", positions="none", tie_embeddings=False
         ),
         "GQA, GeGLU, RMSNorm, sinusoidal positions, with biases, tied": base.with_(
             n_kv_heads=2, mlp="geglu", d_mlp=80, norm="rmsnorm", positions="sinusoidal"
