@@ -43,6 +43,7 @@ def show_figure(output, fig) -> None:
     """
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=fig.get_dpi())
+    output.course_png = buffer.getvalue()  # the latest picture, for the widget's static face (static_face.py)
     with output:
         output.clear_output(wait=True)
         display(Image(data=buffer.getvalue(), format="png"))

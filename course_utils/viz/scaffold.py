@@ -3,9 +3,11 @@
 ``readout_area()`` and ``figure_area()`` make the text readout (an ``HTML``) and the figure area (an
 ``Output``) with the CSS classes the browser tests find them by (``course-readout``, ``course-figure``).
 ``live_widget(children, "course-x", controls, redraw)`` calls ``redraw()`` inside ``redraw_lock()``
-once now and again whenever a control's ``value`` changes, then returns ``VBox(children)`` with the
-widget's class. ``redraw`` reads the controls itself: it runs inside the lock, so the callback
-that runs last always shows the final state (see ``drawing.py``).
+once now and again whenever a control's ``value`` changes, then returns a ``CourseWidget`` (a
+``VBox(children)`` with the widget's class) whose stored output also carries its static face
+(``static_face.py``): what an HTML export or an un-run notebook shows. ``redraw`` reads the controls
+itself: it runs inside the lock, so the callback that runs last always shows the final state (see
+``drawing.py``).
 Example: ``live_widget([slider, readout], "course-welcome", [slider], lambda: show(slider.value))``.
 Leaves out the controls, the layout of the children and what is drawn: each widget's own module.
 """
@@ -17,6 +19,7 @@ from typing import Callable, Iterable, Sequence
 import ipywidgets as widgets
 
 from course_utils.viz.drawing import redraw_lock
+from course_utils.viz.static_face import PLAIN_TEXT, static_face
 
 
 def readout_area() -> widgets.HTML:
@@ -33,10 +36,24 @@ def figure_area() -> widgets.Output:
     return figure
 
 
+class CourseWidget(widgets.VBox):
+    """A course widget's box: displayed, it is the live widget plus its static face (``text/html``)."""
+
+    def __init__(self, children: Sequence[widgets.Widget], controls: Sequence[widgets.Widget], **kwargs) -> None:
+        super().__init__(list(children), **kwargs)
+        self._face_controls = list(controls)
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle["text/html"] = static_face(self, self._face_controls)
+        bundle["text/plain"] = PLAIN_TEXT
+        return bundle
+
+
 def live_widget(
     children: Sequence[widgets.Widget], css_class: str, controls: Iterable[widgets.Widget], redraw: Callable[[], None]
-) -> widgets.VBox:
-    """``VBox(children)`` of class ``css_class``, drawn once by ``redraw()`` and again on every control's change.
+) -> CourseWidget:
+    """``CourseWidget(children)`` of class ``css_class``, drawn by ``redraw()`` now and on every control's change.
 
     Every call of ``redraw`` holds ``redraw_lock()``; a callback that must itself redraw (a preset
     that sets several controls) can take the lock and call ``redraw()`` directly.
@@ -46,9 +63,10 @@ def live_widget(
         with redraw_lock():  # read the controls inside the lock: the last callback shows the final state
             redraw()
 
+    controls = list(controls)
     for control in controls:
         control.observe(_on_change, names="value")
     _on_change()
-    box = widgets.VBox(list(children))
+    box = CourseWidget(children, controls)
     box.add_class(css_class)
     return box
