@@ -70,3 +70,11 @@ def test_a_preset_callback_can_hold_the_lock_and_redraw_itself():
         busy["on"] = False
         redraw()
     assert calls == [[False, False, False], [True, True, True]]
+
+
+def test_human_count_labels_read_at_a_glance():
+    from course_utils.viz.drawing import human_count
+
+    assert [human_count(v) for v in (0, 512, 1_000, 56_669_184, 2.5e8, 1.75e11, 3e12, -2e6)] == [
+        "0", "512", "1K", "56.7M", "250M", "175B", "3T", "-2M"
+    ]

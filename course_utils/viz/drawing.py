@@ -35,6 +35,15 @@ def new_figure(figsize: tuple[float, float], nrows: int = 1, ncols: int = 1, **s
     return fig, fig.subplots(nrows, ncols, **subplot_kw)
 
 
+def human_count(value: float, _pos=None) -> str:
+    """A tick label a reader takes in at once: ``human_count(56_669_184)`` -> ``"56.7M"``, 2.5e8 -> ``"250M"``,
+    1.75e11 -> ``"175B"``, 0 -> ``"0"`` (K, M, B, T; for axes: ``ax.yaxis.set_major_formatter(human_count)``)."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
 def show_figure(output, fig) -> None:
     """Replace ``output``'s contents with ``fig`` as a PNG, then close the figure (never ``plt.show()``).
 

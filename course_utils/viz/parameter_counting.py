@@ -22,7 +22,7 @@ from IPython.display import Image
 
 from course_utils import compute, counting
 from course_utils.counting import ModelConfig
-from course_utils.viz.drawing import new_figure, show_figure
+from course_utils.viz.drawing import human_count, new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 
 GROUP_COLOURS = {
@@ -106,6 +106,7 @@ def plot_models(rows: dict[str, tuple[int, int]]):
     ax.set_xticks(list(xs), list(rows), rotation=20, fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("parameters")
+    ax.yaxis.set_major_formatter(human_count)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -165,6 +166,7 @@ def plot_counter(state: dict):
     )
     left.set_xticks(list(xs), list(total), fontsize=8)
     left.set_ylabel("parameters")
+    left.yaxis.set_major_formatter(human_count)
     left.set_title(f"{state['counts']['total']:,} parameters", fontsize=9)
     left.legend(fontsize=8)
     seq, flops = state["cfg"].n_ctx, state["flops"]
@@ -172,6 +174,7 @@ def plot_counter(state: dict):
         ["weights", "attention"], [flops["weights"] / seq, flops["attention"] / seq], color=["#55a868", "#dd8452"]
     )
     right.set_title(f"forward FLOPs per token ({seq:,} tokens)", fontsize=9)
+    right.yaxis.set_major_formatter(human_count)
     fig.tight_layout()
     return fig
 
@@ -191,7 +194,12 @@ def counter_widget() -> widgets.VBox:
         )
         slider.add_class(f"course-counter-{field.replace('_', '-')}")
         sliders[field] = slider
-    style = widgets.Dropdown(options=list(STYLES), description="architecture")
+    style = widgets.Dropdown(
+        options=list(STYLES),
+        description="architecture",
+        style={"description_width": "120px"},  # the sliders' label width: the label is never cut off
+        layout=widgets.Layout(width="560px"),  # wide enough for the longest option
+    )
     style.add_class("course-counter-style")
     readout, figure = readout_area(), figure_area()
 

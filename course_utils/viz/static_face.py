@@ -21,7 +21,7 @@ import ipywidgets as widgets
 
 FACE_CLASS = "course-static-face"
 PLAIN_TEXT = "Interactive course widget: run the cell to use it."
-_MAX_CONTROLS = 8
+_MAX_CONTROLS = 12
 
 
 def _descendants(widget: widgets.Widget) -> Iterator[widgets.Widget]:
