@@ -5,6 +5,9 @@ its mean over the batch at each position) and ``head_ablation_losses`` (the next
 position with and without the head). An attention share says where a head *looks*; the loss change
 says whether the model *uses* what it finds there, and at which positions.
 ``head_ablation_losses(model, tokens, 0, 1)["ablated"] - ...["clean"]`` -> per-position loss change.
+``head_findings`` is notebook 09's reading of one trained model in one call: its previous-token head and
+its delimiter head (each the highest-scoring, ``head_scores.top_head``) and what ablating each costs
+inside words and elsewhere, so the same reading can be repeated on every seed (``gpt_outcomes``).
 Leaves out path patching, activation patching between two inputs, and post-norm models.
 """
 
@@ -12,11 +15,13 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from course_utils.gpt import GPT
 from course_utils.gpt_config import check_tokens
+from course_utils.head_scores import chance_delimiter_share, delimiter_scores, top_head
+from course_utils.induction import previous_token_scores
 from course_utils.masking import causal_mask
 from course_utils.validate import int_in, one_of
 
@@ -68,13 +73,14 @@ def head_ablation_losses(
     tokens = check_tokens(tokens, model.cfg)
     if tokens.shape[1] < 2:
         raise ValueError(f"tokens needs at least 2 positions to score a next token, got {tokens.shape[1]}")
+    ablated = ablated_logits(model, tokens, layer, head, mode)
+    return {"clean": _losses(model(tokens), tokens), "ablated": _losses(ablated, tokens)}
+
+
+def _losses(logits: Tensor, tokens: Tensor) -> Tensor:
+    """(batch, pos - 1): position i's logits scored against token i + 1."""
     targets = tokens[:, 1:]  # (batch, pos - 1)
-
-    def losses(logits: Tensor) -> Tensor:
-        flat = F.cross_entropy(logits[:, :-1].flatten(0, 1), targets.flatten(), reduction="none")
-        return flat.view(targets.shape)
-
-    return {"clean": losses(model(tokens)), "ablated": losses(ablated_logits(model, tokens, layer, head, mode))}
+    return F.cross_entropy(logits[:, :-1].flatten(0, 1), targets.flatten(), reduction="none").view(targets.shape)
 
 
 def inside_word(pieces: list[list[str]]) -> torch.Tensor:
@@ -92,3 +98,33 @@ def inside_word(pieces: list[list[str]]) -> torch.Tensor:
         raise ValueError("pieces' rows must all have the same length")
     flags = [[False] + [a[-1:].isalpha() and b[:1].isalpha() for a, b in zip(row, row[1:])] for row in pieces]
     return torch.tensor(flags, dtype=torch.bool)
+
+
+@torch.no_grad()
+def head_findings(
+    model: GPT, tokens: Int[Tensor, "batch pos"], is_delimiter: Bool[Tensor, "batch pos"],
+    inside: Bool[Tensor, "batch pos_minus_1"],
+) -> dict[str, dict]:
+    """``{"previous": {...}, "delimiter": {...}}``, each with the head ``(layer, head)`` scoring highest on
+    ``tokens`` (previous-token score; share of attention on delimiters), its ``score``, and per ablation
+    mode (``"zero"``, ``"mean"``) the mean loss change ``(inside, elsewhere, overall)`` in nats, with
+    ``inside`` marking the scored positions that continue a word. The delimiter entry also has
+    ``chance`` (``chance_delimiter_share``) and ``ratio`` (score / chance)."""
+    tokens = check_tokens(tokens, model.cfg)
+    scored = (tokens.shape[0], tokens.shape[1] - 1)
+    if not isinstance(inside, Tensor) or inside.dtype != torch.bool or tuple(inside.shape) != scored:
+        raise ValueError(f"inside must be a torch.bool tensor of shape (batch, pos - 1) = {scored}")
+    patterns = [p.cpu() for p in model.patterns(tokens)]  # one (batch, head, q_pos, k_pos) per layer
+    scores = {"previous": [previous_token_scores(p) for p in patterns],
+              "delimiter": [delimiter_scores(p, is_delimiter.cpu()) for p in patterns]}
+    found, clean = {}, _losses(model(tokens), tokens)
+    for name, per_layer in scores.items():
+        layer, head = top_head(per_layer)
+        found[name] = {"head": (layer, head), "score": float(per_layer[layer][head])}
+        for mode in ("zero", "mean"):
+            ablated = _losses(ablated_logits(model, tokens, layer, head, mode), tokens)
+            change = (ablated - clean).cpu()  # (batch, pos - 1) nats
+            found[name][mode] = (float(change[inside].mean()), float(change[~inside].mean()), float(change.mean()))
+    chance = chance_delimiter_share(is_delimiter.cpu())
+    found["delimiter"].update(chance=chance, ratio=found["delimiter"]["score"] / chance)
+    return found

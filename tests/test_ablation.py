@@ -1,6 +1,6 @@
 """ablation: a zero-ablated head equals the same model with that head's values zeroed (its z is then
 0), mean ablation is a no-op on identical rows, the per-position losses equal torch's cross-entropy,
-the model is left untouched, inside_word's worked example, and clear errors."""
+the model is left untouched, inside_word's worked example, head_findings against its pieces, and clear errors."""
 
 import copy
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.ablation import ablated_logits, head_ablation_losses, inside_word
+from course_utils.ablation import ablated_logits, head_ablation_losses, head_findings, inside_word
 from course_utils.gpt import GPT, GPTConfig
 
 CFG = GPTConfig(d_vocab=41, n_ctx=16, d_model=24, n_heads=3, n_layers=2, d_mlp=40)
@@ -64,6 +64,31 @@ def test_losses_are_torch_cross_entropy_per_position_and_model_untouched():
 def test_inside_word_worked_example():
     got = inside_word([["R", "om", "eo", ":", "\n", "Wh", "at", " say"]])
     assert got.tolist() == [[False, True, True, False, False, False, True, False]]
+
+
+def test_head_findings_reads_the_top_heads_and_their_ablations():
+    model, tokens = _model(), _tokens(4)
+    is_delim = tokens % 5 == 0
+    inside = torch.rand(4, 11, generator=torch.Generator().manual_seed(2)) < 0.5
+    found = head_findings(model, tokens, is_delim, inside)
+    with torch.no_grad():
+        patterns = torch.stack(model.patterns(tokens), 1)  # (batch, layer, head, q_pos, k_pos)
+    previous = patterns.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, -1))  # (layer, head)
+    on_delim = (patterns * is_delim[:, None, None, None, :]).sum(-1).mean(dim=(0, -1))  # (layer, head)
+    for name, scores in {"previous": previous, "delimiter": on_delim}.items():
+        layer, head = divmod(int(scores.argmax()), CFG.n_heads)
+        assert found[name]["head"] == (layer, head)
+        assert found[name]["score"] == pytest.approx(float(scores.max()))
+        for mode in ("zero", "mean"):
+            losses = head_ablation_losses(model, tokens, layer, head, mode)
+            change = losses["ablated"] - losses["clean"]
+            assert found[name][mode] == pytest.approx(
+                (float(change[inside].mean()), float(change[~inside].mean()), float(change.mean())), abs=1e-6)
+    chance = sum(is_delim[b, : q + 1].float().mean().item() for b in range(4) for q in range(12)) / 48
+    assert found["delimiter"]["chance"] == pytest.approx(chance)
+    assert found["delimiter"]["ratio"] == pytest.approx(found["delimiter"]["score"] / chance)
+    with pytest.raises(ValueError, match="inside"):
+        head_findings(model, tokens, is_delim, inside[:, :-1])
 
 
 def test_bad_input():

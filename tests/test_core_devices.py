@@ -132,7 +132,7 @@ def with_meta_module(build, use):
 def _calls_06_09() -> dict:
     from course_utils import counting as CO, gpt_fused as GF, head_scores as HS, kv_cache as KV, layernorm as LN
     from course_utils import moe as MO, moe_balancing as MB, moe_dispatch as MD, moe_routing as MR, training as TR
-    from course_utils import moe_deepseek as DS
+    from course_utils import gpt_outcomes as GO, moe_deepseek as DS
     from course_utils.mlp import MLP
     from course_utils.multihead import MultiHeadAttention
 
@@ -173,6 +173,7 @@ def _calls_06_09() -> dict:
         "kv_cache.write_heads": mha(lambda a: KV.write_heads(a, t(2, 2, 5, 4))),
         "training.split_tokens": lambda: TR.split_tokens(ids(100)),
         "head_scores.delimiter_scores": lambda: HS.delimiter_scores(t(2, 3, 5, 5), mask(2, 5)),
+        "gpt_outcomes.probe_windows": lambda: GO.probe_windows(ids(100), 8, n_windows=3, stride=20),
         "decoder.Decoder": module_call("decoder.Decoder", TINY, x=ids(2, 5)),
         "decoder.DecoderBlock": module_call("decoder.DecoderBlock", TINY, x=t(2, 5, 8)),
         "decoder.Attention": module_call("decoder.Attention", MOECFG, x=t(2, 5, 8)),
@@ -241,8 +242,8 @@ NOT_ON_META = {
        for n in ("model_flops_utilization", "training_seconds")},
     **{f"scaling.{n}": "arithmetic on Python numbers, no tensors" for n in ("chinchilla_tokens", "compute_optimal")},
     **{f"checkpoint.{n}": "reads, writes or trains the course checkpoint: files and data"
-       for n in ("corpus_tokens", "load_checkpoint", "main", "save_checkpoint", "small_gpt_tokenizer",
-                 "train_course_model")},
+       for n in ("corpus_tokens", "load_checkpoint", "main", "replay_first_steps", "save_checkpoint",
+                 "seed_checkpoint", "small_gpt_tokenizer", "train_course_model")},
     **{f"gpt2_weights.{n}": "reads GPT-2 weight files or a transformers config: needs data"
        for n in ("convert_gpt2_state_dict", "gpt2_config", "gpt2_small_config", "load_gpt2", "load_gpt2_from_hub",
                  "read_weights")},
@@ -255,6 +256,12 @@ NOT_ON_META = {
     "generation.forward_with_cache": "token ids are range-checked with .item() (its pieces are swept)",
     "generation.generate": "samples tokens: needs data",
     "head_scores.chance_delimiter_share": "returns a Python float",
+    "head_scores.top_head": "returns Python ints (reads its scores with .tolist())",
+    "ablation.head_findings": "token ids are range-checked with .item(); returns Python numbers (its pieces are swept)",
+    "gpt_outcomes.tail_counts": "samples tokens: needs data",
+    "gpt_outcomes.repeated_share": "Python ints in, a Python float out",
+    "gpt_outcomes.read_seed": "reads a committed run of notebook 09's recipe: needs data",
+    "gpt_outcomes.claims": "reads a reading's Python numbers",
     "decode_work.decode_step_work": "arithmetic on a GPTConfig's Python ints, no tensors",
     "ablation.ablated_logits": "token ids are range-checked with .item() (its pieces are swept)",
     "ablation.head_ablation_losses": "token ids are range-checked with .item() (its pieces are swept)",

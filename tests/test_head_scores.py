@@ -30,3 +30,16 @@ def test_uniform_causal_attention_scores_chance():
 def test_bad_shapes_are_named():
     with pytest.raises(ValueError, match="is_delimiter"):
         delimiter_scores(torch.zeros(1, 1, 3, 3), torch.zeros(1, 4, dtype=torch.bool))
+
+
+def test_top_head_takes_the_highest_score_and_breaks_ties_by_order():
+    from course_utils.head_scores import top_head
+
+    assert top_head([torch.tensor([0.1, 0.2]), torch.tensor([0.3, 0.9]), torch.tensor([0.4, 0.0])]) == (1, 1)
+    # a tie (within 1e-6) goes to the first in (layer, head) order, whichever side rounding put it on
+    assert top_head([torch.tensor([0.1, 0.5 - 1e-7]), torch.tensor([0.5, 0.2])]) == (0, 1)
+    assert top_head([torch.tensor([0.1, 0.5 - 1e-7]), torch.tensor([0.5, 0.2])], tie=0.0) == (1, 0)
+    with pytest.raises(ValueError, match="scores"):
+        top_head([])
+    with pytest.raises(ValueError, match="scores"):
+        top_head([torch.zeros(2, 2)])
