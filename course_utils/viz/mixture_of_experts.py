@@ -26,8 +26,9 @@ from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 TITLES = {"none": "no balancing", "aux": "auxiliary loss", "bias": "bias balancing (DeepSeek-V3)"}
 
 
-def draw_usage(ax, run: TrainingRun, title: str | None = None) -> None:
-    """Stacked shares of the assignments per expert, step by step (a flat band = an even load)."""
+def draw_usage(ax, run: TrainingRun, title: str | None = None, legend: bool = False) -> None:
+    """Stacked shares of the assignments per expert, step by step (a flat band = an even load);
+    ``legend`` names the bands to the right of the axes (top band first)."""
     shares = run.shares.double().numpy()
     steps = range(1, shares.shape[0] + 1)
     colours = plt.get_cmap("tab10" if shares.shape[1] <= 10 else "tab20")
@@ -39,6 +40,8 @@ def draw_usage(ax, run: TrainingRun, title: str | None = None) -> None:
     )
     ax.set_xlim(1, shares.shape[0])
     ax.set_ylim(0, 1)
+    if legend:
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=6, frameon=False, reverse=True)
     ax.set_xlabel("training step")
     ax.set_ylabel("share of assignments")
     ax.set_title(title or f"{TITLES.get(run.balancing, run.balancing)}\nfinal loss {run.eval_loss:.4f}", fontsize=9)
@@ -47,8 +50,8 @@ def draw_usage(ax, run: TrainingRun, title: str | None = None) -> None:
 def plot_usage(runs: Mapping[str, TrainingRun]):
     """One panel per run, side by side."""
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.4), squeeze=False, sharey=True)
-    for ax, run in zip(axes[0], runs.values()):
-        draw_usage(ax, run)
+    for i, (ax, run) in enumerate(zip(axes[0], runs.values())):
+        draw_usage(ax, run, legend=i == len(runs) - 1)
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
@@ -124,31 +127,32 @@ def usage_state(
 
 
 def usage_readout(state: dict) -> str:
-    """Plain lines: the choice, the capacity, each expert's load and drops, the totals."""
+    """Four short lines (the charts stay in view): the choice and capacity, the balance, each expert's
+    load and drops side by side, the totals."""
     r = state["report"]
     lines = [
         f"E = {state['n_experts']}, k = {state['k']}, alpha = {state['alpha']}, "
-        f"capacity factor = {state['capacity_factor']:.2f}",
-        f"final loss: {state['run'].eval_loss:.4f}",
-        f"capacity: {r['capacity']} assignments per expert",
-        f"usage entropy: {state['entropy']:.3f} bits (even: {state['even_entropy']:.3f})",
-        f"largest share: {state['max_share']:.3f}",
-    ]
-    lines += [
-        f"expert {e}: load {int(load)}, dropped {int(drop)}"
-        for e, (load, drop) in enumerate(zip(r["load"], r["dropped"]))
-    ]
-    lines.append(
+        f"capacity factor = {state['capacity_factor']:.2f} · capacity: {r['capacity']} assignments per expert "
+        f"· final loss: {state['run'].eval_loss:.4f}",
+        f"usage entropy: {state['entropy']:.3f} bits (even: {state['even_entropy']:.3f}) "
+        f"· largest share: {state['max_share']:.3f}",
+        " · ".join(
+            f"expert {e}: load {int(load)}, dropped {int(drop)}"
+            for e, (load, drop) in enumerate(zip(r["load"], r["dropped"]))
+        ),
         f"dropped: {r['total_dropped']} of {r['assignments']} assignments; "
-        f"tokens with every choice dropped: {r['tokens_fully_dropped']}"
-    )
+        f"tokens with every choice dropped: {r['tokens_fully_dropped']}",
+    ]
     return "<br>".join(lines)
 
 
 def _draw_state(state: dict):
     fig, (left, right) = new_figure((9, 3.2), 1, 2)
     draw_usage(
-        left, state["run"], f"E={state['n_experts']}, k={state['k']}, alpha={state['alpha']}: usage over training"
+        left,
+        state["run"],
+        f"E={state['n_experts']}, k={state['k']}, alpha={state['alpha']}: usage over training",
+        legend=True,
     )
     draw_capacity(right, state["report"])
     right.set_title(f"final router, capacity factor {state['capacity_factor']:.2f}", fontsize=9)
@@ -178,5 +182,5 @@ def usage_widget(grid: Mapping[tuple, TrainingRun], x: torch.Tensor) -> widgets.
         readout.value = usage_readout(state)
         show_figure(figure, _draw_state(state))
 
-    children = [widgets.HBox([experts, k, alpha]), capacity, readout, figure]
+    children = [widgets.HBox([experts, k, alpha]), capacity, figure, readout]  # the charts first, in view
     return live_widget(children, "course-moe-usage", [experts, k, alpha, capacity], _redraw)
