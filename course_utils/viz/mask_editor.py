@@ -60,13 +60,14 @@ def mask_editor(tokens: Sequence[str], scores: torch.Tensor, preset: str = "caus
     if tuple(scores.shape) != (n, n):
         raise ValueError(f"scores must have shape ({n}, {n}) for {n} tokens, got {tuple(scores.shape)}")
     start = preset_mask(preset, n)
+    column = max(42, 10 * max(len(t) for t in tokens) + 4)  # px: wide enough for the longest key token in capitals
     cells = [
         [
             widgets.ToggleButton(
                 value=bool(start[i, j]),
                 description="",
                 tooltip=f"q{i} k{j}",
-                layout=widgets.Layout(width="38px", height="30px"),
+                layout=widgets.Layout(width=f"{column - 4}px", height="30px"),
             )
             for j in range(n)
         ]
@@ -104,8 +105,9 @@ def mask_editor(tokens: Sequence[str], scores: torch.Tensor, preset: str = "caus
         for c in row:
             c.add_class("course-mask-cell")
     dropdown.observe(_apply_preset, names="value")
-    header = [widgets.Label("q \\ k")] + [widgets.Label(t, layout=widgets.Layout(width="38px")) for t in tokens]
+    header = [widgets.Label("q \\ k")]
+    header += [widgets.Label(t, layout=widgets.Layout(width=f"{column - 4}px")) for t in tokens]
     grid_items = header + [item for i, row in enumerate(cells) for item in [widgets.Label(f"q{i} {tokens[i]}")] + row]
-    grid = widgets.GridBox(grid_items, layout=widgets.Layout(grid_template_columns=f"90px repeat({n}, 42px)"))
+    grid = widgets.GridBox(grid_items, layout=widgets.Layout(grid_template_columns=f"90px repeat({n}, {column}px)"))
     toggles = [c for row in cells for c in row]
     return live_widget([dropdown, widgets.HBox([grid, figure]), readout], "course-mask-editor", toggles, _redraw)

@@ -73,6 +73,10 @@ def test_mask_editor_toggles_presets_and_never_shows_nan(browser):
     n_queries = max(i for i, _ in labels) + 1
     n_keys = max(j for _, j in labels) + 1
     assert n_queries >= 2 and n_keys >= 2 and len(labels) == n_queries * n_keys
+    clipped = root.locator(".widget-label").evaluate_all(
+        "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"
+    )
+    assert not clipped, f"the grid's labels are cut off: {clipped}"
 
     def state() -> dict:
         active = cells.evaluate_all("els => els.map(e => e.classList.contains('mod-active'))")
