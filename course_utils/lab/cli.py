@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from course_utils.lab.release import ReleaseError, release
+from course_utils.lab.standing import add_command as add_progress_command
 from course_utils.lab.workspace import add_command as add_update_command
 
 
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rel.set_defaults(func=_cmd_release)
     add_update_command(commands)
+    add_progress_command(commands)
     grd = commands.add_parser("grade", help="grade a folder of submissions into a CSV gradebook")
     grd.add_argument("submissions", help="folder of <student>/<notebook>.ipynb and/or <student>.ipynb files")
     grd.add_argument("--out", required=True, help="the CSV to write; feedback files go to <stem>_feedback/ beside it")
