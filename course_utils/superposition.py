@@ -3,8 +3,9 @@
 Covers drawing random unit vectors, the statistics of the angles between all pairs of them
 (chunked, so thousands of vectors in thousands of dimensions fit in bounded memory, on whatever
 device the vectors are on), the Welch bound on the largest |cos| any N unit vectors in D dimensions
-must have, and a least-squares power-law fit (for the 1/√D law). Toy models that *use* this
-geometry are in ``course_utils.toy_models``; leaves out Johnson–Lindenstrauss constructions.
+must have, a least-squares power-law fit (for the 1/√D law), and notebook 06's one-neuron AND gate built
+from random word directions (whose stray overlaps are that geometry's interference). Toy models that
+*use* this geometry are in ``course_utils.toy_models``; leaves out Johnson–Lindenstrauss constructions.
 """
 
 from __future__ import annotations
@@ -220,3 +221,44 @@ def fit_power_law(x, y) -> tuple[float, float]:
     design = torch.stack([torch.ones_like(x), x.log()], dim=1)  # (points, 2)
     solution = torch.linalg.lstsq(design, y.log()[:, None]).solution[:, 0]
     return math.exp(solution[0].item()), solution[1].item()
+
+
+AND_GATE_WORDS = ("Michael", "Jordan", "Phelps", "Alexis", "basketball")
+AND_GATE_INPUTS = (("Michael", "Jordan"), ("Michael", "Phelps"), ("Alexis", "Jordan"))  # both names, then one
+
+
+@dataclass(frozen=True)
+class AndGate:
+    """A one-neuron MLP (``mlp.mlp_forward`` shapes) and the unit word directions it was built from (float64)."""
+
+    directions: dict[str, Tensor]  # word -> (d_model,)
+    W_in: Tensor  # (d_model, 1): Michael + Jordan
+    b_in: Tensor  # (1,): -threshold
+    W_out: Tensor  # (1, d_model): basketball / (2 - threshold)
+
+
+def and_gate(threshold: float = 1.5, seed: int = 0, d_model: int = 12_288) -> AndGate:
+    """The neuron ReLU(x · (Michael + Jordan) − threshold) writing basketball, from random word directions.
+
+    A token with both names has a dot product near 2, with one name near 1, each off by the stray overlaps
+    of nearly perpendicular directions; the neuron fires where the dot product exceeds ``threshold``
+    (in (0, 2)). The output row is basketball / (2 − threshold), so a full match writes about one unit.
+    ``and_gate(1.5, d_model=64).b_in`` -> ``tensor([-1.5], dtype=torch.float64)``.
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 2:
+        raise ValueError(f"threshold must be a number in (0, 2), between no name and two names, got {threshold!r}")
+    vectors = random_unit_vectors(len(AND_GATE_WORDS), d_model, seed=seed).double()  # (5, d_model)
+    directions = dict(zip(AND_GATE_WORDS, vectors))
+    W_in = (directions["Michael"] + directions["Jordan"])[:, None]  # (d_model, 1)
+    b_in = torch.tensor([-float(threshold)], dtype=torch.float64)
+    W_out = directions["basketball"][None, :] / (2 - threshold)  # (1, d_model)
+    return AndGate(directions, W_in, b_in, W_out)
+
+
+def and_gate_preactivations(gate: AndGate) -> Float[Tensor, "3"]:
+    """x · W_in + b_in for each input of ``AND_GATE_INPUTS``, x the sum of its two names' directions.
+
+    Near 2 − threshold for Michael Jordan and −(threshold − 1) for a single name, each off by interference.
+    """
+    tokens = torch.stack([gate.directions[first] + gate.directions[last] for first, last in AND_GATE_INPUTS])
+    return (tokens @ gate.W_in + gate.b_in)[:, 0]  # (3,)

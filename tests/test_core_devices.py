@@ -58,7 +58,8 @@ def module_call(path: str, *args, x, method: str = "__call__"):
 def _calls() -> dict:
     from course_utils import attention as A, embeddings as E, induction as I, masking as MK, multihead as MH
     from course_utils import entropy as EN, positions as P, sampling as SA, softmax as S
-    from course_utils import mlp as ML, sparse_autoencoder as SAE, toy_models as TM
+    from course_utils import mlp as ML, sparse_autoencoder as SAE, superposition as SU, toy_models as TM
+    from course_utils import toy_phases as TP
 
     return {
         "softmax.softmax": lambda: S.softmax(t(3, 4)),
@@ -111,6 +112,10 @@ def _calls() -> dict:
         "toy_models.represented_features": lambda: TM.represented_features(t(3, 2, 5)),
         "sparse_autoencoder.SparseAutoencoder": module_call("sparse_autoencoder.SparseAutoencoder", 5, 10, x=t(4, 5)),
         "sparse_autoencoder.recovered_features": lambda: SAE.recovered_features(t(3, 5), t(10, 5)),
+        "superposition.and_gate_preactivations": lambda: SU.and_gate_preactivations(
+            SU.AndGate({w: t(8) for w in SU.AND_GATE_WORDS}, t(8, 1), t(1), t(1, 8))),
+        "toy_phases.input_grid": lambda: TP.input_grid(t(3), 2, 4),
+        "toy_phases.extra_feature_phase": lambda: TP.extra_feature_phase(t(4, 1, 2)),
     }
 
 
@@ -216,6 +221,11 @@ NOT_ON_META = {
     "superposition.angle_deviation_summary": "checks the vectors are finite and non-zero (needs data)",
     "superposition.welch_bound": "arithmetic on Python ints, no tensors",
     "superposition.fit_power_law": "fits Python numbers, returns Python floats",
+    "superposition.AndGate": "a dataclass of results",
+    "superposition.and_gate": "builds seeded CPU data from a torch.Generator (callers move it)",
+    "toy_phases.PhaseSweep": "a dataclass of results",
+    "toy_phases.phase_sweep": "trains models: needs data",
+    "toy_phases.expected_loss": "takes a ToyModel, which checks its sparsity and importance values (needs data)",
     "toy_models.ToyModel": "checks sparsity and importance values (needs data)",
     "toy_models.train_toy_models": "trains a model: needs data",
     "toy_models.train_sweep": "trains a model: needs data",

@@ -33,7 +33,7 @@ def test_worked_example():
 
 
 def test_matches_numpy_on_a_trained_sae():
-    model, _ = train_sweep(20, 5, [0.99], importance=0.7 ** torch.arange(20.0), steps=300, seed=0)
+    model, _ = train_sweep(20, 5, [0.99], importance=0.7 ** torch.arange(20.0), steps=300, batch_size=256, seed=0)
     sample = hidden_activation_sampler(model, 0)
     sae = SparseAutoencoder(d_in=5, d_sae=40, seed=0)
     train_sparse_autoencoder(sae, sample, steps=200, batch_size=256, l1=0.1, seed=0)

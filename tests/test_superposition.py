@@ -2,7 +2,8 @@
 
 Oracles: NumPy float64 on the full Gram matrix for the angle statistics; a regular simplex and
 three directions 120° apart for the Welch bound; explicit per-instance loops for the batched toy
-model; analytic polygons for feature dimensionality. Trained outcomes are asserted on fixed seeds.
+model; analytic polygons for feature dimensionality; the AND gate's pre-activations by hand. Trained outcomes
+(sweeps, pentagon, SAE recovery) are asserted over seeds in tests/test_06_seeds.py.
 """
 
 import math
@@ -11,10 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.sparse_autoencoder import SparseAutoencoder, hidden_activation_sampler, recovered_features, train_sparse_autoencoder
-from course_utils.superposition import angle_deviation_summary, fit_power_law, pairwise_angle_stats, random_unit_vectors, welch_bound
+from course_utils.sparse_autoencoder import hidden_activation_sampler, recovered_features
+from course_utils.superposition import (AND_GATE_INPUTS, AND_GATE_WORDS, AndGate, and_gate, and_gate_preactivations,
+                                        angle_deviation_summary, fit_power_law, pairwise_angle_stats,
+                                        random_unit_vectors, welch_bound)
 from course_utils.toy_models import (ToyModel, feature_dimensionality, feature_norms, importance_weighted_loss, interference,
-                                     toy_model_forward, train_sweep)
+                                     toy_model_forward)
 
 
 # -- angle statistics -----------------------------------------------------------------------------
@@ -211,24 +214,6 @@ def test_feature_dimensionality_of_known_geometries():
     torch.testing.assert_close(interference(W).diagonal(dim1=-2, dim2=-1), feature_norms(W) ** 2)
 
 
-def test_trained_sparsity_sweeps_go_from_dropping_features_to_superposition():
-    model, history = train_sweep(20, 5, [0.0, 0.9, 0.99], importance=0.7 ** torch.arange(20.0), steps=1000, seed=0)
-    represented = (feature_norms(model.W.detach()) > 0.5).sum(dim=-1).tolist()
-    assert represented[0] <= 6 and represented[2] >= 10 and represented[0] < represented[1] < represented[2]
-    assert (history[-50:].mean(0) < history[:50].mean(0)).all()
-
-
-def test_five_features_in_two_dimensions_become_a_pentagon():
-    model, _ = train_sweep(5, 2, [0.6, 0.97], steps=1000, seed=0)
-    W = model.W.detach()
-    assert (feature_norms(W[1]) > 0.5).all()
-    angles = torch.atan2(W[1, 1], W[1, 0]).sort().values
-    gaps = torch.rad2deg(torch.diff(torch.cat([angles, angles[:1] + 2 * math.pi])))
-    assert gaps.tolist() == pytest.approx([72.0] * 5, abs=5.0)
-    assert feature_dimensionality(W[1]).tolist() == pytest.approx([0.4] * 5, abs=0.03)
-    assert sorted(feature_dimensionality(W[0]).tolist())[1:] == pytest.approx([0.5] * 4, abs=0.03)  # two antipodal pairs
-
-
 @pytest.mark.parametrize("kwargs,exc,word", [
     ({"sparsity": 1.0}, ValueError, "sparsity"),
     ({"sparsity": -0.1}, ValueError, "sparsity"),
@@ -313,19 +298,6 @@ def test_toy_model_sizes_must_be_positive_ints(kwargs, word):
 
 
 # -- sparse autoencoder ---------------------------------------------------------------------------
-def test_sparse_autoencoder_recovers_the_superposed_features():
-    model, _ = train_sweep(20, 5, [0.99], importance=0.7 ** torch.arange(20.0), steps=1000, seed=0)
-    W = model.W.detach()[0]  # (hidden, feat)
-    represented = feature_norms(W) > 0.5
-    sae = SparseAutoencoder(5, 40, seed=0)
-    train_sparse_autoencoder(sae, hidden_activation_sampler(model, 0), steps=1000, batch_size=512, l1=0.1, seed=0)
-    _, found = recovered_features(W.T[represented], sae.directions().detach())
-    assert found.sum().item() >= represented.sum().item() - 1
-    # a random dictionary of the same size does much worse
-    _, found_random = recovered_features(W.T[represented], torch.randn(40, 5, generator=torch.Generator().manual_seed(0)))
-    assert found_random.sum() < found.sum()
-
-
 def test_recovered_features_worked_example_and_bad_input():
     best, found = recovered_features(torch.eye(2), torch.tensor([[1.0, 0.1]]))
     assert best.tolist() == pytest.approx([1 / math.sqrt(1.01), 0.1 / math.sqrt(1.01)])
@@ -334,3 +306,27 @@ def test_recovered_features_worked_example_and_bad_input():
         recovered_features(torch.eye(2), torch.eye(3))
     with pytest.raises(ValueError, match="instance"):
         hidden_activation_sampler(ToyModel(2, 5, 2), 2)
+
+
+# -- the AND gate ---------------------------------------------------------------------------------
+def test_and_gate_is_built_from_the_word_directions_and_its_preactivations_match_by_hand():
+    gate = and_gate(1.5, seed=3, d_model=64)
+    d = gate.directions
+    assert list(d) == list(AND_GATE_WORDS)
+    torch.testing.assert_close(torch.stack(list(d.values())), random_unit_vectors(5, 64, seed=3).double())
+    torch.testing.assert_close(gate.W_in[:, 0], d["Michael"] + d["Jordan"])
+    assert gate.b_in.tolist() == [-1.5]
+    torch.testing.assert_close(gate.W_out[0], 2 * d["basketball"])  # 1 / (2 - 1.5): a full match writes ~1 unit
+    by_hand = [(d[a] + d[b]) @ (d["Michael"] + d["Jordan"]) - 1.5 for a, b in AND_GATE_INPUTS]
+    torch.testing.assert_close(and_gate_preactivations(gate), torch.stack(by_hand))
+    # with exactly perpendicular directions the pre-activations are 2 - 1.5 and 1 - 1.5
+    exact = AndGate({w: torch.eye(5, dtype=torch.float64)[i] for i, w in enumerate(AND_GATE_WORDS)},
+                    (torch.eye(5, dtype=torch.float64)[0] + torch.eye(5, dtype=torch.float64)[1])[:, None],
+                    torch.tensor([-1.5], dtype=torch.float64), torch.zeros(1, 5, dtype=torch.float64))
+    assert and_gate_preactivations(exact).tolist() == [0.5, -0.5, -0.5]
+
+
+@pytest.mark.parametrize("threshold", [0, 2, 2.5, -1, True, "1.5"])
+def test_and_gate_threshold_must_lie_between_no_name_and_two(threshold):
+    with pytest.raises(ValueError, match="threshold"):
+        and_gate(threshold)

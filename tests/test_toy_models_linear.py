@@ -1,7 +1,8 @@
 """The linear baseline of the toy model of superposition (x' = WᵀW x + b) and the represented-feature count.
 
 Elhage et al.'s central contrast: without the ReLU the model behaves like PCA and keeps at most m features,
-whatever the sparsity; with it, sparse features superpose. Checked over five seeds, not one.
+whatever the sparsity (checked over five seeds, not one); that the ReLU model superposes at the same
+sparsity is checked over seeds in tests/test_06_seeds.py.
 """
 
 from __future__ import annotations
@@ -31,15 +32,17 @@ def test_linear_forward_is_wtw_x_plus_b_and_relu_forward_clips_it():
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_linear_baseline_never_superposes_but_the_relu_model_does(seed):
-    linear, _ = train_sweep(20, 5, [0.99], importance=IMPORTANCE, steps=1000, seed=seed, relu=False)
-    relu, _ = train_sweep(20, 5, [0.99], importance=IMPORTANCE, steps=1000, seed=seed)
-    norms = feature_norms(linear.W.detach())[0]
+def test_linear_baseline_keeps_the_five_most_important_features_each_on_its_own_axis(seed):
+    """The notebook trains it with the sweep's settings; PCA's answer is reached well before (1,000 steps of 256).
+    The ReLU model's count at the same sparsity is checked over seeds in tests/test_06_seeds.py."""
+    linear, _ = train_sweep(20, 5, [0.99], importance=IMPORTANCE, steps=1000, batch_size=256, seed=seed, relu=False)
+    W = linear.W.detach()[0]
+    norms = feature_norms(W)
     # PCA's answer: the five most important features get unit norm, the other fifteen nothing
     torch.testing.assert_close(norms[:5], torch.ones(5), atol=0.02, rtol=0)
     assert norms[5:].max() < 0.1
+    torch.testing.assert_close(W[:, :5].T @ W[:, :5], torch.eye(5), atol=0.03, rtol=0)  # orthogonal axes
     assert represented_features(linear.W.detach()).tolist() == [5]
-    assert represented_features(relu.W.detach()).item() >= 10
 
 
 def test_represented_features_worked_example_and_bad_input():
