@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -147,20 +148,22 @@ def test_the_grader_finishes_and_prints_a_summary(graded):
     assert proc.returncode == 0, proc.stderr[-2000:]
     n = len(graded["expected"])
     assert f"graded {n} submission(s)" in proc.stdout
-    assert "full marks" in proc.stdout and "zero" in proc.stdout and "with errors" in proc.stdout
+    assert "full marks" in proc.stdout and "zero" in proc.stdout and "with problems" in proc.stdout
+    assert "assignment: 2 notebook(s), 5 points;" in proc.stdout  # the fixture course: 00_welcome and 10_pair
     assert "grading" in proc.stderr and f"{n}/{n}" in proc.stderr  # the tqdm bar reached the end
 
 
 @pytest.mark.slow
 def test_every_submission_has_its_rows(graded):
-    graded_rows = [r for r in graded["rows"] if r["exercise"] != "TOTAL"]
+    graded_rows = [r for r in graded["rows"] if r["exercise"] != "TOTAL" and r["status"] != "missing"]
     assert {r["submission"].lstrip("'") for r in graded_rows} == {_key(rel) for rel in graded["expected"]}
     assert len(graded_rows) == sum(len(e["rows"]) for e in graded["expected"].values())
 
 
 @pytest.mark.slow
 def test_each_fixture_gets_its_status_points_and_feedback(graded):
-    by_key = {(r["submission"].lstrip("'"), r["exercise"]): r for r in graded["rows"] if r["exercise"] != "TOTAL"}
+    by_key = {(r["submission"].lstrip("'"), r["exercise"]): r for r in graded["rows"]
+              if r["exercise"] != "TOTAL" and r["status"] != "missing"}
     wrong = []
     for rel, facts in graded["expected"].items():
         for number, (exercise, (status, points)) in enumerate(facts["rows"].items()):
@@ -242,7 +245,9 @@ def test_skipped_entries_are_named_in_the_summary(graded):
 @pytest.mark.slow
 def test_odd_and_duplicate_names_are_all_kept(graded):
     totals = {r["student"]: r for r in graded["rows"] if r["exercise"] == "TOTAL"}
-    assert totals["alice"]["points"] == "4" and totals["alice"]["max_points"] == "4"  # both alice submissions
+    # alice handed in 00_welcome twice (the best counts) and no 10_pair: 2 of the course's 2 + 3 points
+    assert (totals["alice"]["points"], totals["alice"]["max_points"], totals["alice"]["status"]) == ("2", "5", "missing")
+    assert "best of 2 submissions" in totals["alice"]["feedback"] and "10_pair.ipynb missing (0/3)" in totals["alice"]["feedback"]
     assert totals[ODD_A]["feedback_file"] != totals[ODD_B]["feedback_file"]
     folder = graded["out"].with_name("grades_feedback")
     assert "not attempted" in (folder / totals[ODD_B]["feedback_file"]).read_text(encoding="utf-8")
@@ -250,7 +255,46 @@ def test_odd_and_duplicate_names_are_all_kept(graded):
     assert len(list(folder.glob("*.md"))) == len(totals)
     assert "'" + FORMULA in totals  # a spreadsheet will not run it as a formula
     leftovers = sorted(p.name for p in graded["out"].parent.iterdir())
-    assert leftovers == ["grades.csv", "grades_feedback"]  # no temporary files, job folder or journal left behind
+    assert leftovers == ["grades.csv", "grades_canvas.csv", "grades_class_report.md", "grades_class_report.png", "grades_feedback"]  # no temporary files, job folder or journal left behind
+
+
+@pytest.mark.slow
+def test_hidden_cases_stay_hidden_from_students_not_from_the_instructor(graded):
+    """public_only fails only on the third case of hidden seed 1 (logits near 10,001, the "no max shift"
+    mistake): its student reads the case's number and the mistake's hint, the instructor its label."""
+    row = next(r for r in graded["rows"] if r["submission"] == "public_only/00_welcome.ipynb")
+    text = (graded["out"].with_name("grades_feedback") / row["feedback_file"]).read_text(encoding="utf-8")
+    n = 4 * 2 + 1 + 1  # seeds 1 and 2, the instructor's extra case and test function
+    assert f"hidden case 3 of {n} failed: exp overflows" in text and "10,000" not in text and "seed 1" not in text
+    assert "(case: logits near ±10,000) [hidden case, seed 1]" in row["feedback"]  # the instructor's gradebook
+
+
+@pytest.mark.slow
+def test_the_summary_agrees_with_the_feedback_files_and_cells_count_from_1(graded):
+    folder = graded["out"].with_name("grades_feedback")
+    sections = [part for path in folder.glob("*.md") for part in path.read_text(encoding="utf-8").split("\n## ")[1:]]
+    with_problems = sum("\n- problems: none\n" not in part for part in sections)
+    assert len(sections) == len(graded["expected"])
+    assert f"zero, {with_problems} with problems (" in graded["proc"].stdout
+    cell_errors = sum("cell error" in part.split("\n- problems: ")[1].split("\n")[0] for part in sections)
+    assert re.search(rf"[( ]{cell_errors} cell error[,)]", graded["proc"].stdout) and cell_errors >= 3  # raises_*
+    raises = (folder / "raises_after.md").read_text(encoding="utf-8")
+    cells = solution().cells
+    cell = next(i for i, c in enumerate(cells) if c.cell_type == "code" and "def stable_softmax" in c.source) + 2
+    assert f"cell {cell}: error: RuntimeError: oops" in raises  # counted from 1, markdown cells included
+
+
+@pytest.mark.slow
+def test_the_class_report_and_the_canvas_export_are_written_beside_the_gradebook(graded):
+    out = graded["out"]
+    report = out.with_name("grades_class_report.md").read_text(encoding="utf-8")
+    # patcher (public case) and public_only (hidden case) are the class's two "no max shift" answers
+    assert "| mistake: no max shift | 2 |" in report and "| `causal_mask` | 10_pair.ipynb |" in report
+    assert out.with_name("grades_class_report.png").read_bytes()[:4] == b"\x89PNG"
+    canvas = list(csv.reader(out.with_name("grades_canvas.csv").open(encoding="utf-8")))
+    assert canvas[0][5:] == ["00_welcome", "10_pair"] and canvas[1][5:] == ["2", "3"]
+    totals = {r["student"]: r["points"] for r in graded["rows"] if r["exercise"] == "TOTAL"}
+    assert {row[0]: str(sum(float(v) for v in row[5:])).removesuffix(".0") for row in canvas[2:]} == totals
 
 
 # ---- pieces, without a kernel ----------------------------------------------------------------
@@ -314,7 +358,7 @@ def test_write_gradebook_replaces_the_old_one_whole(tmp_path):
     write_gradebook(second, out)
     assert "ben" in out.read_text() and "ann" not in out.read_text()
     assert sorted(p.name for p in (tmp_path / "grades_feedback").iterdir()) == ["ben.md"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "grades_feedback"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv", "grades_canvas.csv", "grades_feedback"]
 
 
 def test_submissions_are_found_read_and_identified(tmp_path):
@@ -435,10 +479,11 @@ def test_a_killed_grader_resumes_from_its_journal(tmp_path, jobs):
     proc = _cli(*args[3:])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "resumed: 1 result(s)" in proc.stdout
-    rows = {r["submission"]: r for r in csv.DictReader(out.open(encoding="utf-8")) if r["exercise"] != "TOTAL"}
+    rows = {r["submission"]: r for r in csv.DictReader(out.open(encoding="utf-8"))
+            if r["exercise"] != "TOTAL" and r["status"] != "missing"}  # the course's other notebooks: missing
     assert {k: (v["status"], v["points"]) for k, v in rows.items()} == {
         "ann/00_welcome.ipynb": ("ok", "2"), "zoe/00_welcome.ipynb": ("ok", "2")}
-    assert sorted(p.name for p in out.parent.iterdir()) == ["grades.csv", "grades_feedback"]  # journal gone
+    assert sorted(p.name for p in out.parent.iterdir()) == ["grades.csv", "grades_canvas.csv", "grades_class_report.md", "grades_class_report.png", "grades_feedback"]  # journal gone
     assert _leftovers_within(4) == []  # the rerun removed the killed run's cgroups
 
 

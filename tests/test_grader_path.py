@@ -14,8 +14,10 @@ from __future__ import annotations
 import pytest
 
 from course_utils.checks import all_exercises
-from course_utils.checks.core import PASSED, Outcome, pristine_copy
+from course_utils.checks.core import FAILED, PASSED, Outcome, pristine_copy
+from course_utils.checks.outcome import HIDDEN_SEEDS
 from course_utils.lab.course_code import exercise_files
+from course_utils.lab.feedback import matched_hint
 from course_utils.lab.grade import _judge, _outcome
 from course_utils.lab.kernel_code import snapshot_code
 from course_utils.lab.probe import StudentProxy, decode_reply
@@ -43,16 +45,19 @@ class InProcessProxy(StudentProxy):
         return decode_reply("ok", repr(self.namespace["_course_lab_result"]))
 
 
-def _verdicts(exercise, impl) -> tuple[list[str], list[str]]:
-    """(the notebook check's statuses, the grader's statuses) for ``impl`` on every case of ``SEEDS``."""
+def _verdicts(exercise, impl) -> tuple[list[str], list[str], list[str]]:
+    """(the notebook check's statuses, the grader's statuses, the bank mistakes the grader's feedback
+    names, ``feedback.matched_hint``) for ``impl`` on every case of ``SEEDS``."""
     proxy = InProcessProxy(exercise, impl)
-    direct, graded = [], []
+    direct, graded, named = [], [], []
     for seed in SEEDS:
         for case in exercise.cases(seed):
             outcome = Outcome.capture(lambda: exercise.run(impl, pristine_copy(case)))
             direct.append(exercise.judge(case, outcome)[0])
-            graded.append(_judge(exercise, case, _outcome(exercise, proxy, pristine_copy(case)))[0])
-    return direct, graded
+            status, message = _judge(exercise, case, _outcome(exercise, proxy, pristine_copy(case)))
+            graded.append(status)
+            named.append(matched_hint(exercise, case, message)[0])
+    return direct, graded, named
 
 
 BANK = [
@@ -68,9 +73,18 @@ BANK = [
 
 @pytest.mark.parametrize("name,kind,label,impl", BANK, ids=[f"{n}-{k}-{lab}" for n, k, lab, _ in BANK])
 def test_the_grader_agrees_with_the_notebook_check(name, kind, label, impl):
-    direct, graded = _verdicts(EXERCISES[name], impl)
+    direct, graded, named = _verdicts(EXERCISES[name], impl)
     if kind == "mistake":
         assert any(status != PASSED for status in direct), f"{label} passes the notebook check"
+        # where it fails (not raises), the feedback names a bank mistake (its own or one giving the same answer)
+        assert all(n for s, n in zip(graded, named) if s == FAILED), f"{label}: no bank mistake named"
     else:
         assert set(direct) == {PASSED}, f"the notebook check rejects the {kind} {label}: {direct}"
     assert graded == direct, f"the grader says {graded}, the notebook check {direct}"
+
+
+def test_every_seed_has_as_many_cases_as_the_public_check():
+    """The public check announces ``cases x len(HIDDEN_SEEDS)`` hidden cases, and the grader numbers
+    them the same way (``hidden case k of n``): both hold only if no seed changes the count."""
+    counts = {name: {len(ex.cases(seed)) for seed in (0, *HIDDEN_SEEDS)} for name, ex in EXERCISES.items()}
+    assert {name: c for name, c in counts.items() if len(c) != 1} == {}

@@ -3,7 +3,11 @@
 ``course-lab release --out DIR`` writes the student version; ``course-lab grade SUBMISSIONS/ --out
 grades.csv`` grades a folder of submissions into a gradebook (each in a bubblewrap sandbox; it
 refuses without ``bwrap`` unless ``--no-sandbox``; a rerun after a crash resumes from the journal
-``.grades.csv.journal`` beside the CSV); ``course-lab export --to nbgrader|otter
+``.grades.csv.journal`` beside the CSV). Beside the gradebook it writes the students' feedback files,
+``grades_canvas.csv`` (Canvas's import format) and the class report (``grades_class_report.md`` and
+``.png``); totals are out of ``--assignment``'s notebooks (default: the whole course), and
+``--release-hidden`` (after the deadline) shows hidden cases' inputs and values to students too.
+``course-lab export --to nbgrader|otter
 --out DIR`` writes the notebooks for nbgrader or otter-grader.
 """
 
@@ -14,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from course_utils.checks.outcome import HIDDEN_SEEDS
 from course_utils.lab.release import ReleaseError, release
 from course_utils.lab.standing import add_command as add_progress_command
 from course_utils.lab.workspace import add_command as add_update_command
@@ -34,11 +39,14 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 
 def _cmd_grade(args: argparse.Namespace) -> int:
+    from course_utils.checks import all_exercises
+    from course_utils.lab.class_report import write_class_report
     from course_utils.lab.folder import grade_folder
     from course_utils.lab.gradebook import summary_lines, write_gradebook
     from course_utils.lab.limits import Limits
     from course_utils.lab.sandbox import isolation_problem
-    from course_utils.lab.submissions import default_source
+    from course_utils.lab.submissions import course_catalog, default_source
+    from course_utils.lab.totals import assignment_points
 
     problem = isolation_problem()
     if problem and not args.no_sandbox:
@@ -60,11 +68,13 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     out = Path(args.out)
     journal = out.with_name(f".{out.name}.journal")
     start = time.monotonic()
+    source = Path(args.source) if args.source else default_source()
     try:
         seeds = [int(s) for s in args.hidden_seeds.split(",") if s.strip()]
+        assignment = assignment_points(course_catalog(source), args.assignment)
         run = grade_folder(
             Path(args.submissions),
-            Path(args.source) if args.source else default_source(),
+            source,
             limits,
             seeds,
             Path(args.hidden_tests) if args.hidden_tests else None,
@@ -75,10 +85,12 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"course-lab grade: error: {exc}", file=sys.stderr)
         return 2
-    feedback = write_gradebook(run.results, out)
+    feedback = write_gradebook(run.results, out, assignment, args.release_hidden)
     journal.unlink(missing_ok=True)  # every result is in the gradebook now
-    print("\n".join(summary_lines(run, time.monotonic() - start)))
+    report, chart = write_class_report(run.results, out, assignment, all_exercises())
+    print("\n".join(summary_lines(run, time.monotonic() - start, assignment)))
     print(f"wrote {args.out} and {len(list(feedback.glob('*.md')))} feedback file(s) in {feedback}")
+    print(f"wrote {out.with_name(out.stem + '_canvas.csv')} (Canvas), {report} and {chart} (class report)")
     return 0
 
 
@@ -138,7 +150,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="run student code without the bubblewrap sandbox, as your own user (trusted code only)",
     )
     grd.add_argument("--threads", type=int, default=1, help="torch/BLAS threads per kernel (default 1)")
-    grd.add_argument("--hidden-seeds", default="1,2", help="seeds of the hidden cases, comma-separated (default 1,2)")
+    seeds = ",".join(map(str, HIDDEN_SEEDS))
+    grd.add_argument(
+        "--hidden-seeds", default=seeds, help=f"seeds of the hidden cases, comma-separated (default {seeds})"
+    )
+    grd.add_argument(
+        "--assignment",
+        help="the notebooks totals are out of, comma-separated (00_welcome,03_attention); default: every notebook",
+    )
+    grd.add_argument(
+        "--release-hidden",
+        action="store_true",
+        help="show hidden cases' inputs and expected values in the students' feedback (after the deadline)",
+    )
     grd.add_argument("--quiet", action="store_true", help="no progress bar")
     grd.set_defaults(func=_cmd_grade)
     exp = commands.add_parser("export", help="write the notebooks for nbgrader or otter-grader")

@@ -12,8 +12,13 @@ retyped or pasted into a cell is the student's own code here.) A graded call dur
 exercise's reference code runs (``course_code.reference_codes``) is a wrapper around the
 reference: ``uses_reference`` too.
 
-Statuses per exercise: ``ok`` (graded: pass, fail or not attempted; see the feedback),
-``not_defined``, ``uses_reference``, ``timeout``, ``kernel_died``, ``probe_failed``.
+A failure on a hidden case (any but the public ones) reaches the student as ``hidden case k of n
+failed`` with the matched mistake's hint (``feedback.py``); the full text is the row's ``detail``, and
+the bank mistake matched, on any case, its ``mistake`` (the class report counts them).
+
+Statuses (``status.Status``) per exercise: ``ok`` (graded: pass, fail or not attempted; see the
+feedback), ``not_defined``, ``uses_reference``, ``timeout``, ``kernel_died``, ``probe_failed``; per
+submission, ``total_timeout`` when a graded call timed out with the submission's total time spent.
 
 Leaves out: finding submissions and writing the gradebook (``folder.py``, ``gradebook.py``).
 """
@@ -28,8 +33,8 @@ from typing import Callable
 import nbformat
 
 from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
-from course_utils.lab.cells import CellProblem
 from course_utils.lab.course_code import is_course_code, reference_codes
+from course_utils.lab.feedback import describe_cell, hidden_failure, matched_hint
 from course_utils.lab.hidden import HiddenTests
 from course_utils.lab.kernel import KernelDied, ProbeTimeout, SubmissionKernel
 from course_utils.lab.limits import Limits
@@ -41,6 +46,7 @@ from course_utils.lab.probe import (
     StudentRaised,
 )
 from course_utils.lab.results import ExerciseResult
+from course_utils.lab.status import Status
 
 
 def _raised(exc: StudentRaised) -> Outcome:
@@ -73,6 +79,20 @@ def _judge(exercise: Exercise, case, outcome: Outcome) -> tuple[str, str]:
         )
 
 
+def _failed(name: str, max_points: float, ex: Exercise, case, outcome: Outcome, message: str, label: str,
+            k: int, n: int, own: bool) -> ExerciseResult:
+    """The row for a failed case: told in full on a public case (``k`` 0), as ``hidden case k of n`` on a
+    hidden one (``feedback.hidden_failure``), the full text kept for the instructor. ``own``: ``ex`` is
+    the course's exercise (its bank's mistake is recorded), not an instructor's."""
+    mistake, hint = matched_hint(ex, case, message)
+    full = f"{message} [{label}]"
+    mistake = mistake if own else ""
+    if not k:
+        return ExerciseResult(name, 0, max_points, Status.OK, full, mistake=mistake)
+    text = hidden_failure(k, n, hint, outcome if outcome.error_type is not None else None)
+    return ExerciseResult(name, 0, max_points, Status.OK, text, detail=full, mistake=mistake)
+
+
 def grade_exercise(
     name: str,
     max_points: float,
@@ -82,7 +102,10 @@ def grade_exercise(
     hidden: HiddenTests,
     files: dict[str, str],
 ) -> ExerciseResult:
-    """Run every graded test for one exercise; ``KernelDied`` propagates to the caller."""
+    """Run every graded test for one exercise; ``KernelDied`` propagates to the caller.
+
+    Hidden tests (every case but the public ones) are numbered 1..n in the order they run; a failure
+    on one is told to the student without its inputs or values (``_failed``)."""
     groups = [
         (exercise, seed, "public check" if seed == 0 else f"hidden case, seed {seed}", files.get(name))
         for seed in (0, *seeds)
@@ -90,12 +113,12 @@ def grade_exercise(
     extra_exercises, functions = hidden.for_exercise(name)
     groups += [(extra, 0, f"instructor test {Path(path).name}", path) for extra, path in extra_exercises]
     fn_name = exercise.expected_name
-    tested = 0
+    tested = k = 0
     try:
         try:
             origin = make_proxy(fn_name, None).origin()
         except ProbeTimeout as exc:
-            return ExerciseResult(name, 0, max_points, "timeout", f"`{fn_name}` {exc}")
+            return ExerciseResult(name, 0, max_points, Status.TIMEOUT, f"`{fn_name}` {exc}")
         except StudentRaised as exc:
             raise ProbeFailed(f"the grader could not inspect `{fn_name}` ({exc.error_type})") from None
         if is_course_code(origin):
@@ -103,54 +126,71 @@ def grade_exercise(
                 name,
                 0,
                 max_points,
-                "uses_reference",
+                Status.USES_REFERENCE,
                 f"`{fn_name}` is the course's reference implementation, not your own code",
             )
         if origin.get("module") != "__main__":
             raise NotDefined()
         watch = reference_codes(exercise)
+        public = exercise.cases(0)
+        extra_cases = {id(extra): extra.cases(0) for extra, _ in extra_exercises}
+        # every seed gives as many cases as the public one (tests/test_grader_path.py checks it)
+        n = len(public) * len(seeds) + sum(len(c) for c in extra_cases.values()) + len(functions)
         for ex, seed, label, path in groups:
             proxy = make_proxy(ex.expected_name, (path, name) if path else None, watch)
-            for case in ex.cases(seed):
+            own = ex is exercise
+            cases = public if own and seed == 0 else extra_cases[id(ex)] if not own else ex.cases(seed)
+            for case in cases:
+                k += not (own and seed == 0)
                 try:
-                    status, message = _judge(ex, case, _outcome(ex, proxy, case))
+                    outcome = _outcome(ex, proxy, case)
+                    status, message = _judge(ex, case, outcome)
                 except ProbeTimeout as exc:
-                    return ExerciseResult(name, 0, max_points, "timeout", f"`{fn_name}` {exc} (case: {case.label})")
+                    where = f"hidden case {k} of {n}" if k else f"case: {case.label}"
+                    full = f"`{fn_name}` {exc} (case: {case.label})"
+                    return ExerciseResult(name, 0, max_points, Status.TIMEOUT, f"`{fn_name}` {exc} ({where})", full)
                 tested += 1
                 if status == NOT_ATTEMPTED:
-                    return ExerciseResult(name, 0, max_points, "ok", "not attempted")
+                    return ExerciseResult(name, 0, max_points, Status.OK, "not attempted")
                 if status != PASSED:
-                    return ExerciseResult(name, 0, max_points, "ok", f"{message} [{label}]")
+                    return _failed(name, max_points, ex, case, outcome, message, label, k, n, own)
         proxy = make_proxy(fn_name, None, watch)
         for test in functions:
+            k += 1
+            where = f" [{test.__name__}]"
             try:
                 test(proxy)
             except ProbeTimeout as exc:
-                return ExerciseResult(name, 0, max_points, "timeout", f"`{fn_name}` {exc} [{test.__name__}]")
+                text = f"`{fn_name}` {exc}"
+                hidden_text = f"{text} (hidden case {k} of {n})"
+                return ExerciseResult(name, 0, max_points, Status.TIMEOUT, hidden_text, text + where)
             except StudentRaised as exc:
-                text = "not attempted" if exc.error_type == "NotImplementedError" else _raised(exc).describe_error()
-                return ExerciseResult(name, 0, max_points, "ok", f"{text} [{test.__name__}]")
+                if exc.error_type == "NotImplementedError":
+                    return ExerciseResult(name, 0, max_points, Status.OK, "not attempted")
+                text = hidden_failure(k, n, outcome=_raised(exc))
+                return ExerciseResult(name, 0, max_points, Status.OK, text, _raised(exc).describe_error() + where)
             except AssertionError as exc:
-                return ExerciseResult(name, 0, max_points, "ok", f"{exc or 'assertion failed'} [{test.__name__}]")
+                text = hidden_failure(k, n)
+                return ExerciseResult(name, 0, max_points, Status.OK, text, f"{exc or 'assertion failed'}{where}")
             tested += 1
     except NotDefined:
         return ExerciseResult(
             name,
             0,
             max_points,
-            "not_defined",
+            Status.NOT_DEFINED,
             f"the notebook defines no `{fn_name}` of its own (did its cell raise, or was it renamed? "
             "an imported reference does not count)",
         )
     except ProbeFailed as exc:
-        return ExerciseResult(name, 0, max_points, "probe_failed", str(exc))
+        return ExerciseResult(name, 0, max_points, Status.PROBE_FAILED, str(exc))
     except ReferenceCalled as exc:
         if exc.untraced:
             return ExerciseResult(
                 name,
                 0,
                 max_points,
-                "probe_failed",
+                Status.PROBE_FAILED,
                 f"`{fn_name}` switched off the grader's watch for the course's reference (sys.settrace)",
             )
         called = f" (`{exc.name}`)" if exc.name else ""
@@ -158,10 +198,10 @@ def grade_exercise(
             name,
             0,
             max_points,
-            "uses_reference",
+            Status.USES_REFERENCE,
             f"`{fn_name}` calls the course's reference implementation{called}; it must be your own code",
         )
-    return ExerciseResult(name, max_points, max_points, "ok", f"passed all {tested} graded tests")
+    return ExerciseResult(name, max_points, max_points, Status.OK, f"passed all {tested} graded tests")
 
 
 def _grade_all(
@@ -176,21 +216,18 @@ def _grade_all(
     results = []
     for name, max_points in points.items():
         if dead_reason is not None:
-            results.append(ExerciseResult(name, 0, max_points, "kernel_died", dead_reason))
+            results.append(ExerciseResult(name, 0, max_points, Status.KERNEL_DIED, dead_reason))
             continue
         if name not in registry:
-            results.append(ExerciseResult(name, 0, max_points, "grader_error", f"no check found for exercise {name!r}"))
+            missing = f"no check found for exercise {name!r}"
+            results.append(ExerciseResult(name, 0, max_points, Status.GRADER_ERROR, missing))
             continue
         try:
             results.append(grade_exercise(name, max_points, registry[name], make_proxy, seeds, hidden, files))
         except KernelDied as exc:
             dead_reason = f"the kernel died while grading {name}: {exc}"
-            results.append(ExerciseResult(name, 0, max_points, "kernel_died", dead_reason))
+            results.append(ExerciseResult(name, 0, max_points, Status.KERNEL_DIED, dead_reason))
     return results
-
-
-def _describe(problem: CellProblem) -> str:
-    return f"cell {problem.index}: {problem.kind.replace('_', ' ')}: {problem.detail}"
 
 
 async def grade_notebook(
@@ -210,23 +247,24 @@ async def grade_notebook(
         watch = sorted({registry[name].expected_name for name in points if name in registry})
         problems = await kernel.run_notebook(nb, watch)
         loop = asyncio.get_running_loop()
-        dead = next((_describe(p) for p in problems if p.kind == "kernel_died"), None)
+        dead = next((describe_cell(p) for p in problems if p.kind == "kernel_died"), None)
 
         def make_proxy(fn_name: str, runner, watch=None):
             return StudentProxy(kernel, loop, fn_name, runner, watch)
 
         results = await asyncio.to_thread(_grade_all, points, registry, make_proxy, seeds, hidden, files, dead)
-    notes = [_describe(p) for p in problems]
+        out_of_time = kernel.remaining() <= 0  # a graded call that timed out then hit the total limit
+    notes = [describe_cell(p) for p in problems]
     statuses = {r.status for r in results}
     kinds = {p.kind for p in problems}
-    if "kernel_died" in statuses or "kernel_died" in kinds:
-        status = "kernel_died"
-    elif "total_timeout" in kinds or any("total time limit" in r.feedback for r in results if r.status == "timeout"):
-        status = "total_timeout"
+    if Status.KERNEL_DIED in statuses or "kernel_died" in kinds:
+        status = Status.KERNEL_DIED
+    elif "total_timeout" in kinds or (Status.TIMEOUT in statuses and out_of_time):
+        status = Status.TOTAL_TIMEOUT
     elif "timeout" in kinds:
-        status = "cell_timeout"
-    elif "timeout" in statuses:
-        status = "timeout"
+        status = Status.CELL_TIMEOUT
+    elif Status.TIMEOUT in statuses:
+        status = Status.TIMEOUT
     else:
-        status = "ok"
+        status = Status.OK
     return status, results, notes

@@ -1,12 +1,17 @@
 """Write the gradebook: a CSV, one feedback file per student, and a closing summary line.
 
-The CSV has one row per (submission, exercise) and one ``TOTAL`` row per student, with columns
-``student, submission, notebook, exercise, points, max_points, status, feedback, feedback_file``.
-Feedback files go to ``<csv stem>_feedback/`` next to the CSV, one Markdown file per student,
-named from the student's name with odd characters replaced; names that clash get ``-2``, ``-3``.
-Both are written to temporary paths first and moved into place with ``os.replace`` / a rename, so
-a crash never leaves half a gradebook. Cells that a spreadsheet would run as a formula
-(starting with ``=``, ``+``, ``-``, ``@``) get a leading apostrophe.
+The CSV (the instructor's) has one row per (submission, exercise), a ``missing`` row per notebook
+of the assignment a student did not hand in, and one ``TOTAL`` row per student out of the whole
+assignment's points (``totals.py``: the best submission of each notebook counts), with columns
+``student, submission, notebook, exercise, points, max_points, status, feedback, feedback_file``;
+its ``feedback`` is the full text, hidden cases included. Feedback files (the students') go to
+``<csv stem>_feedback/`` next to the CSV, one Markdown file per student, named from the student's
+name with odd characters replaced (names that clash get ``-2``, ``-3``); they follow the feedback
+policy (``feedback.py``: no hidden input or value unless ``release_hidden``) and list each
+submission's problems, the very ones the summary counts. ``<csv stem>_canvas.csv`` holds the same
+totals for Canvas. All are written to temporary paths first and moved into place with
+``os.replace`` / a rename, so a crash never leaves half a gradebook. Cells that a spreadsheet would
+run as a formula (starting with ``=``, ``+``, ``-``, ``@``) get a leading apostrophe.
 
 Everything a student can influence (names, file names, exception messages, printed output) goes
 through ``one_line`` first: control and invisible formatting characters (terminal escapes, bidi
@@ -28,7 +33,10 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
+from course_utils.lab.feedback import problems
 from course_utils.lab.results import SubmissionResult
+from course_utils.lab.status import Status
+from course_utils.lab.totals import StudentTotal, canvas_rows, result_points, student_totals
 
 COLUMNS = [
     "student",
@@ -80,7 +88,19 @@ def feedback_names(students: list[str]) -> dict[str, str]:
     return names
 
 
-def csv_rows(results: list[SubmissionResult], files: dict[str, str]) -> list[list[str]]:
+def assignment_of(results: list[SubmissionResult]) -> dict[str, float]:
+    """The notebooks graded in ``results`` and their points, for a gradebook written without an assignment."""
+    found: dict[str, float] = {}
+    for result in results:
+        if result.notebook and result.exercises:
+            found.setdefault(result.notebook, sum(e.max_points for e in result.exercises))
+    return found
+
+
+def csv_rows(
+    results: list[SubmissionResult], files: dict[str, str], assignment: dict[str, float] | None = None
+) -> list[list[str]]:
+    assignment = assignment_of(results) if assignment is None else assignment
     rows = []
     for result in results:
         for ex in result.exercises:
@@ -93,35 +113,45 @@ def csv_rows(results: list[SubmissionResult], files: dict[str, str]) -> list[lis
                     _num(ex.points),
                     _num(ex.max_points),
                     ex.status,
-                    ex.feedback,
+                    ex.full_text(),
                     files[result.student],
                 ]
             )
-    for student in dict.fromkeys(r.student for r in results):
+    for student, total in student_totals(results, assignment).items():
+        for notebook in total.missing:
+            best = _num(assignment[notebook])
+            rows.append([student, "", notebook, "", "0", best, Status.MISSING, "no submission", files[student]])
         mine = [r for r in results if r.student == student]
-        got = sum(e.points for r in mine for e in r.exercises)
-        best = sum(e.max_points for r in mine for e in r.exercises)
-        bad = sorted({r.status for r in mine if r.status != "ok"})
+        bad = sorted({r.status for r in mine if r.status != Status.OK} | ({Status.MISSING} if total.missing else set()))
         rows.append(
             [
                 student,
                 f"{len(mine)} submission(s)",
                 "",
                 "TOTAL",
-                _num(got),
-                _num(best),
-                ",".join(bad) or "ok",
-                f"{got:g} of {best:g} points",
+                _num(total.points),
+                _num(total.max_points),
+                ",".join(bad) or Status.OK,
+                total.describe(assignment),
                 files[student],
             ]
         )
     return [[_cell(v) for v in row] for row in rows]
 
 
-def feedback_text(student: str, results: list[SubmissionResult]) -> str:
+def feedback_text(
+    student: str,
+    results: list[SubmissionResult],
+    total: StudentTotal | None = None,
+    assignment: dict[str, float] | None = None,
+    release_hidden: bool = False,
+) -> str:
+    """One student's feedback file: their total, then each submission, its problems and rows."""
     lines = [f"# Feedback for {_md(student)}", ""]
+    if total is not None and assignment is not None:
+        lines += [f"Total: {_md(total.describe(assignment))}", ""]
     for result in results:
-        got = sum(e.points for e in result.exercises)
+        got = result_points(result)
         best = sum(e.max_points for e in result.exercises)
         lines += [
             f"## {_md(result.submission)}",
@@ -129,12 +159,14 @@ def feedback_text(student: str, results: list[SubmissionResult]) -> str:
             f"- notebook: {_md(result.notebook or 'unknown')}",
             f"- status: {_md(result.status)}",
             f"- points: {got:g} / {best:g}",
+            f"- problems: {_md(', '.join(problems(result)) or 'none')}",
             "",
         ]
         for ex in result.exercises:
+            text = ex.full_text() if release_hidden else ex.feedback
             lines.append(
                 f"- **{_md(ex.exercise or 'submission')}** ({ex.points:g}/{ex.max_points:g}, {_md(ex.status)}): "
-                f"{_md(ex.feedback)}"
+                f"{_md(text)}"
             )
         if result.notes:
             notes = "\n".join(one_line(note).replace("```", "`\u200b``") for note in result.notes)
@@ -145,18 +177,39 @@ def feedback_text(student: str, results: list[SubmissionResult]) -> str:
     return "\n".join(lines)
 
 
-def write_gradebook(results: list[SubmissionResult], out_csv: Path) -> Path:
-    """Write the CSV and the feedback folder atomically; return the feedback folder."""
+def write_atomic(path: Path, write) -> None:
+    """Call ``write(handle)`` on a temporary file beside ``path``, then move it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_gradebook(
+    results: list[SubmissionResult],
+    out_csv: Path,
+    assignment: dict[str, float] | None = None,
+    release_hidden: bool = False,
+) -> Path:
+    """Write the CSV, the feedback folder and the Canvas CSV atomically; return the feedback folder.
+
+    ``assignment``: ``{notebook: points}`` the totals are out of (default: the notebooks graded)."""
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
+    assignment = assignment_of(results) if assignment is None else assignment
+    totals = student_totals(results, assignment)
     files = feedback_names([r.student for r in results])
     feedback_dir = out_csv.with_name(out_csv.stem + "_feedback")
     staging = Path(tempfile.mkdtemp(prefix=f".{feedback_dir.name}-", dir=out_csv.parent))
     try:
         for student, name in files.items():
-            (staging / name).write_text(
-                feedback_text(student, [r for r in results if r.student == student]), encoding="utf-8"
-            )
+            mine = [r for r in results if r.student == student]
+            text = feedback_text(student, mine, totals[student], assignment, release_hidden)
+            (staging / name).write_text(text, encoding="utf-8")
         old = feedback_dir.with_name(f".{feedback_dir.name}-old")
         if feedback_dir.exists():
             shutil.rmtree(old, ignore_errors=True)
@@ -166,22 +219,24 @@ def write_gradebook(results: list[SubmissionResult], out_csv: Path) -> Path:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_csv.name}-", dir=out_csv.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(COLUMNS)
-            writer.writerows(csv_rows(results, files))
-        os.replace(tmp, out_csv)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    rows = [COLUMNS] + csv_rows(results, files, assignment)
+    write_atomic(out_csv, lambda handle: csv.writer(handle).writerows(rows))
+    canvas = [[_cell(v) for v in row] for row in canvas_rows(totals, assignment)]
+    write_atomic(out_csv.with_name(out_csv.stem + "_canvas.csv"), lambda handle: csv.writer(handle).writerows(canvas))
     return feedback_dir
 
 
-def summary_lines(run, seconds: float) -> list[str]:
-    """The summary (``summary_line``), then how many results came from the journal, then each warning."""
+def summary_lines(run, seconds: float, assignment: dict[str, float] | None = None) -> list[str]:
+    """The summary (``summary_line``), the assignment and who missed part of it, how many results came
+    from the journal, then each warning."""
     lines = [summary_line(run.results, seconds)]
+    if assignment is not None:
+        totals = student_totals(run.results, assignment)
+        missing = sum(1 for t in totals.values() if t.missing)
+        lines.append(
+            f"assignment: {len(assignment)} notebook(s), {sum(assignment.values()):g} points; "
+            f"{missing} of {len(totals)} student(s) missed at least one notebook (0 points for it)"
+        )
     if run.resumed:
         lines.append(f"resumed: {run.resumed} result(s) taken from the journal of an interrupted run")
     lines += [f"warning: {one_line(w)}" for w in run.warnings]
@@ -189,13 +244,17 @@ def summary_lines(run, seconds: float) -> list[str]:
 
 
 def summary_line(results: list[SubmissionResult], seconds: float) -> str:
-    """``'graded 12 submissions from 10 students in 40.1 s: 3 full marks, 4 zero, 5 with problems (...)'``."""
+    """``'graded 12 submission(s) from 10 student(s) in 40.1 s: 3 full marks, 4 zero, 5 with problems (2 cell
+    error, ...)'``: a submission has problems when its feedback file lists some (``feedback.problems``);
+    each kind counts the submissions that have it."""
     full = sum(1 for r in results if r.exercises and all(e.points == e.max_points > 0 for e in r.exercises))
-    zero = sum(1 for r in results if sum(e.points for e in r.exercises) == 0)
-    problems = Counter(r.status for r in results if r.status != "ok")
-    detail = ", ".join(f"{n} {s}" for s, n in sorted(problems.items()))
+    zero = sum(1 for r in results if result_points(r) == 0)
+    listed = [problems(r) for r in results]
+    kinds = Counter(kind for found in listed for kind in found)
+    detail = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
     students = len({r.student for r in results})
     return (
         f"graded {len(results)} submission(s) from {students} student(s) in {seconds:.1f} s: "
-        f"{full} full marks, {zero} zero, {sum(problems.values())} with errors" + (f" ({detail})" if detail else "")
+        f"{full} full marks, {zero} zero, {sum(1 for found in listed if found)} with problems"
+        + (f" ({detail})" if detail else "")
     )

@@ -1,6 +1,10 @@
 """What grading a submission produces: a row per exercise (``ExerciseResult``) inside a
 ``SubmissionResult`` per submitted file, as JSON in job results and the journal.
 
+An ``ExerciseResult``'s ``feedback`` is what the student may see; ``detail``, when set, is the whole
+story for the instructor (a hidden case's label, inputs, expected values), shown to the student only
+with ``course-lab grade --release-hidden``; ``mistake`` names the bank mistake the answer matched.
+
 ``zero_rows(points, status, feedback)`` gives every exercise of a notebook 0 points and one status,
 for a submission that could not be graded: ``zero_rows({'stable_softmax': 2}, 'unreadable', why)``.
 
@@ -19,6 +23,12 @@ class ExerciseResult:
     max_points: float
     status: str
     feedback: str
+    detail: str = ""  # the instructor's full text, when it differs from ``feedback`` (hidden cases)
+    mistake: str = ""  # the name of the exercise's bank mistake the answer matched, if any
+
+    def full_text(self) -> str:
+        """What the instructor sees: ``detail`` if there is one, else ``feedback``."""
+        return self.detail or self.feedback
 
 
 @dataclass

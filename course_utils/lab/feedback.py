@@ -1,0 +1,81 @@
+"""The feedback policy: what a student sees of a failed test, and the problems a feedback file lists.
+
+Hidden cases stay hidden. A failure on a public case (``cases(0)``, which the notebook's own check
+shows) is told in full, as the check tells it. A failure on a hidden case (another seed, or an
+instructor test) says only ``hidden case k of n failed``, with the hint of the bank mistake or
+property the answer matched, or, for an exception, its type, the line of the student's code and
+the generic fix for that kind of error, never its message (which may print the inputs). The full
+text (case label, message, expected values) goes to ``ExerciseResult.detail``: the instructor's
+gradebook shows it, and the student's feedback file does only with ``--release-hidden``.
+
+``problems(result)`` names what went wrong in one submission (cells that raised or ran out of
+time, exercises not graded normally); the feedback file lists exactly these, and the summary
+counts them (``summary_line``), so the two always agree. Cell numbers count every cell from 1, top
+to bottom, as JupyterLab's status bar does.
+
+Leaves out: running the tests (``grade.py``) and writing the files (``gradebook.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from course_utils.checks.core import Case, Exercise
+from course_utils.checks.outcome import Outcome, error_hint
+from course_utils.lab.cells import CellProblem
+from course_utils.lab.results import SubmissionResult
+from course_utils.lab.status import Status
+
+CELL_KINDS = {  # a CellProblem's kind -> the problem it is, as listed and counted
+    "error": "cell error",
+    "timeout": "cell timeout",
+    "total_timeout": "total time limit",
+    "output_truncated": "output truncated",
+    "kernel_died": "kernel died",
+}
+_CELL_NOTE = re.compile(r"^cell \d+: ([a-z ]+): ")
+HIDDEN_MESSAGE = "(message not shown: it may print the hidden inputs)"
+
+
+def describe_cell(problem: CellProblem) -> str:
+    """``CellProblem(4, 'error', 'NameError: x')`` (index 4 of ``nb.cells``) -> ``'cell 5: error: NameError: x'``."""
+    return f"cell {problem.index + 1}: {problem.kind.replace('_', ' ')}: {problem.detail}"
+
+
+def problems(result: SubmissionResult) -> list[str]:
+    """What went wrong in ``result``, each named once, sorted: ``['cell error', 'timeout']``.
+
+    Every exercise status other than ``ok`` counts (a wrong or missing answer is ``ok``: graded), and
+    every cell problem in the notes (``describe_cell``)."""
+    found = {str(e.status).replace("_", " ") for e in result.exercises if e.status != Status.OK}
+    for note in result.notes:
+        match = _CELL_NOTE.match(note)
+        if match:
+            kind = match.group(1).replace(" ", "_")
+            found.add(CELL_KINDS.get(kind, match.group(1)))
+    return sorted(found)
+
+
+def matched_hint(exercise: Exercise, case: Case, message: str) -> tuple[str, str]:
+    """(mistake name, hint) when ``Exercise.judge``'s ``message`` for ``case`` is a bank mistake's hint,
+    ("", hint) for a property's hint, ("", "") for anything else (a mismatch, which shows values)."""
+    for mistake in exercise.mistakes:
+        if message == f"{mistake.hint} (case: {case.label})":
+            return mistake.name, mistake.hint
+    for prop in exercise.properties:
+        if message == f"{prop.hint} (case: {case.label})":
+            return "", prop.hint
+    return "", ""
+
+
+def hidden_failure(k: int, n: int, hint: str = "", outcome: Outcome | None = None) -> str:
+    """``'hidden case 3 of 8 failed: subtract each row's maximum'``: no input, value or message shown.
+
+    With an ``outcome`` that raised: its type, where, and the generic fix (``error_hint``)."""
+    text = f"hidden case {k} of {n} failed"
+    if outcome is not None and outcome.error_type is not None:
+        text += ": " + replace(outcome, error_message=HIDDEN_MESSAGE).describe_error()
+        fix = error_hint(outcome.error_message)
+        return text + (f" — hint: {fix}" if fix else "")
+    return text + (f": {hint}" if hint else "")
