@@ -28,10 +28,27 @@ def _cap(which: int, value: int) -> None:
 
 
 def limit_memory(megabytes: int) -> None:
-    """Cap this process's address space: ``limit_memory(2048)`` -> allocations past ~2 GiB fail."""
+    """Cap this process's address space: ``limit_memory(2048)`` -> allocations past ~2 GiB fail.
+
+    The data limit a grading worker set on itself (``cap_own_data``) is lifted again: this limit is the one."""
     if megabytes <= 0:
         raise ValueError(f"memory_mb must be positive, got {megabytes}")
     _cap(resource.RLIMIT_AS, megabytes << 20)
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    resource.setrlimit(resource.RLIMIT_DATA, (hard, hard))
+
+
+def cap_own_data(megabytes: int) -> None:
+    """A soft cap on this process's data (heap and private writable mappings, ``RLIMIT_DATA``): an
+    allocation past it fails (``MemoryError``, torch's ``RuntimeError``) instead of taking the machine's
+    memory. Soft only, so the kernels it starts may lift it (``limit_memory``). ``cap_own_data(4096)``."""
+    if megabytes <= 0:
+        raise ValueError(f"megabytes must be positive, got {megabytes}")
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    value = megabytes << 20
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (value, hard))
 
 
 def limit_processes(count: int) -> None:

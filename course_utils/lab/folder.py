@@ -24,7 +24,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from course_utils.checks import all_exercises
-from course_utils.lab.hidden import load_hidden_tests
+from course_utils.lab.hidden import case_key, load_hidden_tests
 from course_utils.lab.journal import Journal, digest_files, job_key, read_journal
 from course_utils.lab.limits import Limits
 from course_utils.lab.pool import WorkerPool
@@ -57,6 +57,7 @@ def make_job(
     hidden: Path | None,
     result: Path,
     secrets: list[str] = (),
+    key: str = "",
 ) -> dict:
     """The JSON a worker reads: which file, which notebook and points, the limits (raised for a notebook
     whose longest cell needs more, ``Limits.for_notebook``), where to write."""
@@ -71,6 +72,7 @@ def make_job(
         "hidden_tests": str(hidden.resolve()) if hidden else None,
         "result": str(result),
         "secrets": list(secrets),
+        "case_key": key,  # the hidden cases' secret (``hidden.keyed_exercise``); job files never enter a sandbox
     }
 
 
@@ -140,8 +142,9 @@ def grade_folder(
     hidden_digest = digest_files(sorted(Path(hidden_tests).glob("*.py"))) if hidden_tests else ""
     done = read_journal(journal)
     todo = []
+    key = case_key() if pending and seeds else ""  # no hidden cases (a student's own check): no key needed
     for index, sub, entry in pending:
-        job = make_job(sub, entry, limits, seeds, hidden_tests, job_dir / f"result{index}.json", secrets)
+        job = make_job(sub, entry, limits, seeds, hidden_tests, job_dir / f"result{index}.json", secrets, key)
         key = job_key(job, hidden_digest)
         if key in done:
             results[index] = SubmissionResult.from_json(dict(done[key]))

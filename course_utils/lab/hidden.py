@@ -17,15 +17,33 @@ Example file::
         out = student(torch.randn(4, 9, dtype=torch.float64))
         assert torch.allclose(out.sum(-1), torch.ones(4, dtype=torch.float64)), "rows must sum to 1"
 
+**Hidden cases keyed by a secret.** A kernel can import the course's checks and call
+``cases(1)``, so plain hidden seeds let a notebook precompute the reference's answers in one cell and
+look them up in its function. The grader therefore draws the hidden cases' random inputs from
+generators keyed by a secret (``case_key``: ``$COURSE_LAB_CASE_KEY``, else a random key made once in
+``~/.config/course-lab/case-key``, mode 600) that never enters a sandbox: ``keyed_exercise(ex, key)``
+builds ``cases(seed)`` for seed >= 1 with every ``torch.Generator``, ``random.Random`` and
+``torch.manual_seed`` seed mixed with the key (shapes and hand-made values stay as the seed makes
+them; seed 0, the public check, is untouched). The same key gives the same cases, so a rerun or a
+resumed run grades alike.
+
 Leaves out: running them (``grade.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import hashlib
 import importlib.util
+import os
+import random
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+import torch
 
 from course_utils.checks.core import Exercise
 
@@ -80,3 +98,64 @@ def load_hidden_tests(folder: Path | None, known_exercises: set[str]) -> HiddenT
                     )
                 tests.functions.setdefault(target, []).append(func)
     return tests
+
+
+CASE_KEY_ENV = "COURSE_LAB_CASE_KEY"
+
+
+def case_key() -> str:
+    """The secret the hidden cases are keyed by: ``$COURSE_LAB_CASE_KEY``, else the key in
+    ``$XDG_CONFIG_HOME/course-lab/case-key`` (``~/.config``), made (32 random bytes, mode 600) on first use."""
+    if os.environ.get(CASE_KEY_ENV):
+        return os.environ[CASE_KEY_ENV]
+    path = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "course-lab" / "case-key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with (
+            contextlib.suppress(FileExistsError),
+            os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f,
+        ):
+            f.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def _mix(key: str, seed):
+    """A 63-bit seed from ``key`` and an integer ``seed``; anything else is left as it is."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        return seed
+    return int.from_bytes(hashlib.sha256(f"{key}:{seed}".encode()).digest()[:8], "big") >> 1
+
+
+@contextlib.contextmanager
+def _keyed_generators(key: str):
+    """Within the block, every ``torch.Generator().manual_seed(s)``, ``random.Random(s)`` and
+    ``torch.manual_seed(s)`` uses ``_mix(key, s)`` instead of ``s``."""
+    plain_generator, plain_random, plain_seed = torch.Generator, random.Random, torch.manual_seed
+
+    class KeyedGenerator(plain_generator):
+        def manual_seed(self, seed):
+            return super().manual_seed(_mix(key, seed))
+
+    class KeyedRandom(plain_random):
+        def seed(self, a=None, version=2):
+            super().seed(_mix(key, a), version)
+
+    torch.Generator, random.Random = KeyedGenerator, KeyedRandom
+    torch.manual_seed = lambda seed: plain_seed(_mix(key, seed))
+    try:
+        yield
+    finally:
+        torch.Generator, random.Random, torch.manual_seed = plain_generator, plain_random, plain_seed
+
+
+def keyed_exercise(exercise: Exercise, key: str) -> Exercise:
+    """``exercise`` whose hidden cases (seed >= 1) draw their random inputs from generators keyed by ``key``."""
+    plain = exercise.cases
+
+    def cases(seed: int):
+        if seed == 0:
+            return plain(seed)
+        with _keyed_generators(f"{key}:{exercise.name}"):
+            return plain(seed)
+
+    return dataclasses.replace(exercise, cases=cases)

@@ -6,6 +6,9 @@ socket folder, since the kernel has no network), or, with ``Limits(sandbox=False
 process in an empty temporary folder. ``run_notebook(nb)`` runs every code cell within the limits
 (``cells.py``). ``send(code, expression)`` then runs a probe and returns the value of
 ``expression`` as text, with its own timeout; a kernel that ignores the interrupt is killed.
+The kernel's output is bounded in bytes (``limits.MAX_OUTPUT_MESSAGE_BYTES`` a message,
+``OUTPUT_QUEUE_MESSAGES`` queued), no longer read once the cells have run, and in time by a watchdog
+thread that kills a kernel still running past the submission's total time (plus grace periods).
 
 Leaves out: running the cells (``cells.py``), what the probe code says (``kernel_code.py``,
 ``probe.py``) and any judging (``grade.py``).
@@ -18,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from queue import Empty
 
@@ -26,13 +30,25 @@ import zmq
 import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import DeadKernelError
 
+from course_utils.lab.bounded import loads_bounded
 from course_utils.lab.cells import CellProblem, run_cells
-from course_utils.lab.limits import GRACE_S, Limits
+from course_utils.lab.cgroups import kill_cgroup
+from course_utils.lab.limits import (
+    GRACE_S,
+    KERNEL_START_S,
+    MAX_JSON_DEPTH,
+    MAX_MESSAGE_BYTES,
+    MAX_OUTPUT_MESSAGE_BYTES,
+    OUTPUT_QUEUE_MESSAGES,
+    Limits,
+)
+from course_utils.lab.pool import kill_tree
+from course_utils.lab.probe import ProbeFailed
 from course_utils.lab.sandbox import WORKDIR, Jail, kernel_environment, launcher_environment
 
 KERNEL_NAME = "course-lab-sandbox"
-MAX_MESSAGE_BYTES = 96 << 20  # the largest message the grader accepts from a kernel
 
 
 class KernelDied(BaseException):
@@ -41,6 +57,12 @@ class KernelDied(BaseException):
 
 class ProbeTimeout(BaseException):
     """A probe ran past its limit and was interrupted; the kernel is still usable."""
+
+
+class UnreadableMessage(DeadKernelError):
+    """The kernel sent a protocol message the grader refuses to read (JSON nested more than
+    ``MAX_JSON_DEPTH`` levels, or no JSON): the kernel is stopped. A ``DeadKernelError``, so a cell
+    that gets one ends as a dead kernel; a probe that gets one fails with this message."""
 
 
 class _SandboxSpecs(KernelSpecManager):
@@ -92,6 +114,8 @@ class SubmissionKernel:
         self.kc = None
         self.context = None
         self.dead = False
+        self.watchdog: threading.Timer | None = None
+        self.listening = True  # to the kernel's output (iopub); closed once the cells have run
 
     async def __aenter__(self) -> "SubmissionKernel":
         try:
@@ -108,23 +132,59 @@ class SubmissionKernel:
                 stdin=subprocess.DEVNULL,
             )
             self.context = zmq.asyncio.Context()
-            self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # a bigger message drops the connection
             self.kc = self.km.client(context=self.context)
+            self.kc.session.unpack = self._unpack  # every message the kernel sends is read at a bounded depth
+            # Output (iopub): a few messages of at most 16 MiB queued here, the rest dropped by the kernel's
+            # side; then the shell channel, whose probe replies may be larger. A bigger message drops the
+            # connection.
+            self.context.setsockopt(zmq.RCVHWM, OUTPUT_QUEUE_MESSAGES)
+            self.context.setsockopt(zmq.MAXMSGSIZE, MAX_OUTPUT_MESSAGE_BYTES)
+            self.kc.iopub_channel  # noqa: B018 (made now, with the output limits)
+            self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
             self.kc.start_channels()
-            await self.kc.wait_for_ready(timeout=180)
+            await self.kc.wait_for_ready(timeout=KERNEL_START_S)
         except BaseException:
             await self.__aexit__()
             raise
         if self.jail is not None:
             self.jail.seal()
         self.deadline = time.monotonic() + self.limits.total()
+        # A watchdog outside the event loop: a kernel still running 3 grace periods past the total time
+        # is killed, even while the loop is kept busy by output from a thread of the kernel's.
+        self.watchdog = threading.Timer(self.limits.total() + 3 * GRACE_S, self._stop_hard)
+        self.watchdog.daemon = True
+        self.watchdog.start()
         return self
+
+    def _unpack(self, data: bytes):
+        try:
+            return loads_bounded(bytes(data).decode("utf8", errors="replace"), MAX_JSON_DEPTH)
+        except ValueError as exc:
+            self._stop_hard()
+            raise UnreadableMessage(
+                f"the kernel sent a message the grader cannot read ({exc}); kernel stopped"
+            ) from None
+
+    def _stop_hard(self) -> None:
+        """Kill the kernel from any thread: its process tree, and every process in its cgroup."""
+        self.dead = True
+        process = getattr(self.km.provisioner, "process", None) if self.km.has_kernel else None
+        if process is not None:
+            kill_tree(process.pid)
+            try:
+                process.wait(timeout=GRACE_S)  # reaped: the kernel reads as dead from here on
+            except subprocess.TimeoutExpired:
+                pass
+        for group in self.jail.groups if self.jail is not None else ():
+            kill_cgroup(group)
 
     def remaining(self) -> float:
         """Seconds left of the submission's total time budget."""
         return self.deadline - time.monotonic()
 
     async def __aexit__(self, *exc) -> None:
+        if self.watchdog is not None:
+            self.watchdog.cancel()
         try:
             if self.kc is not None:
                 self.kc.stop_channels()
@@ -149,14 +209,22 @@ class SubmissionKernel:
 
     async def run_notebook(self, nb: nbformat.NotebookNode, watch: list[str] = ()) -> list[CellProblem]:
         """Run every code cell in order; return what went wrong (``cells.run_cells``). ``self.dead`` is
-        set if the kernel died; a definition of a name in ``watch`` is remembered in the kernel."""
-        return await run_cells(self, nb, watch)
+        set if the kernel died; a definition of a name in ``watch`` is remembered in the kernel.
+
+        Then the grader stops listening to the kernel's output: nothing the kernel prints later (a
+        thread that keeps writing, say) reaches the grader, whose probes read only the shell channel."""
+        try:
+            return await run_cells(self, nb, watch)
+        finally:
+            self.listening = False
+            if self.kc is not None:
+                self.kc.iopub_channel.close()
 
     async def send_quietly(self, code: str) -> None:
         """``send(code, "None")``, where a timeout or a dead kernel is not the caller's concern."""
         try:
             await self.send(code, "None")
-        except (ProbeTimeout, KernelDied):
+        except (ProbeTimeout, KernelDied, ProbeFailed):
             pass
 
     async def send(self, code: str, expression: str) -> tuple[str, str]:
@@ -198,6 +266,8 @@ class SubmissionKernel:
             await self._drain_iopub()
             try:
                 msg = await self.kc.get_shell_msg(timeout=min(0.25, max(deadline - time.monotonic(), 0.01)))
+            except UnreadableMessage as exc:
+                raise ProbeFailed(str(exc)) from None
             except Empty:
                 if not await self.km.is_alive():
                     self.dead = True
@@ -208,7 +278,9 @@ class SubmissionKernel:
         return None
 
     async def _drain_iopub(self) -> None:
-        while True:
+        """Drop the output queued so far (at most a queue's worth, so a kernel that keeps writing cannot
+        hold the caller here)."""
+        for _ in range(OUTPUT_QUEUE_MESSAGES + 1 if self.listening else 0):
             try:
                 await self.kc.get_iopub_msg(timeout=0)
             except Empty:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import base64
 import pickle
 
-MAX_VALUE_BYTES = 32 << 20  # the most tensor data one answer may hold (checked in the kernel and in the grader)
+from course_utils.lab.limits import MAX_VALUE_BYTES, MAX_VALUE_DEPTH, MAX_VALUE_ITEMS  # checked here and in the grader
 
 # A function's fingerprint: its byte code, names, local names and first line, recursively, whatever
 # its __module__, name or file say (the first line keeps a student's own textbook two-liner apart
@@ -145,8 +145,11 @@ def _course_lab_answer(call, torch):
             tb = tb.tb_next
         return json.dumps({"kind": "raised", "type": type(exc).__name__, "message": str(exc)[:500], "line": line,
                            "function": function})
-    budget = [MAX_BYTES]
-    def plain(v):
+    budget, items = [MAX_BYTES], [MAX_ITEMS]
+    def plain(v, depth=0):
+        items[0] -= 1  # every visit counts: shared containers count once per path, as the grader counts
+        if items[0] < 0 or depth > MAX_DEPTH:
+            raise OverflowError(f"more than MAX_ITEMS items or MAX_DEPTH levels of containers")
         mod = type(v).__module__ or ""
         if isinstance(v, (numbers.Real, decimal.Decimal)) and not isinstance(v, (int, float)):
             return float(v)  # an exact Fraction or a Decimal: a float is what the checks compare
@@ -161,9 +164,10 @@ def _course_lab_answer(call, torch):
             # a fresh, compact copy: a view would send its whole storage, an expanded one a lie
             return v.detach().clone(memory_format=torch.contiguous_format)
         if isinstance(v, (list, tuple)):
-            return type(v)(plain(x) for x in v) if type(v) in (list, tuple) else [plain(x) for x in v]
+            kept = [plain(x, depth + 1) for x in v]
+            return tuple(kept) if type(v) is tuple else kept
         if isinstance(v, dict):
-            return {k: plain(x) for k, x in v.items()}
+            return {k: plain(x, depth + 1) for k, x in v.items()}
         return v
     buffer = io.BytesIO()
     try:
@@ -176,6 +180,8 @@ def _course_lab_answer(call, torch):
 
 _course_lab_result = _course_lab_probe({name!r}, {payload!r}, {runner!r}, {watch!r})
 """.replace("MAX_BYTES", str(MAX_VALUE_BYTES))
+    .replace("MAX_ITEMS", str(MAX_VALUE_ITEMS))
+    .replace("MAX_DEPTH", str(MAX_VALUE_DEPTH))
 )
 
 

@@ -5,8 +5,12 @@
 value (``decode_reply``), or into the exception that says what went wrong (``StudentRaised``,
 ``NotDefined``, ``ProbeFailed``, ``ReferenceCalled``). Expected values and every comparison are
 computed in the grader. The answer is read with ``torch.load(weights_only=True)``, which rebuilds
-only tensors, numbers, strings and containers, so a hostile kernel cannot run code in the grader,
-and its size is checked from shapes and dtypes before anything is converted (``check_size``).
+only tensors, numbers, strings and containers, so a hostile kernel cannot run code in the grader.
+Every step is bounded before it starts (``bounded.py``): the reply's length, its JSON's depth, the
+archive's records (stored, not compressed, their total size), then the value's items, depth and
+tensor bytes from shapes and dtypes, dense strided tensors only (``check_size``). A reply that breaks
+one of these is a clean 0 for that exercise (``StudentRaised`` or ``ProbeFailed``), never a fault of
+the grader.
 
 Leaves out: the code that runs in the kernel (``kernel_code.py``), starting the kernel
 (``kernel.py``) and judging (``grade.py``).
@@ -18,13 +22,12 @@ import ast
 import asyncio
 import base64
 import io
-import json
 
 import torch
 
-from course_utils.lab.kernel_code import MAX_VALUE_BYTES, probe_code
-
-MAX_REPLY_CHARS = 64 << 20
+from course_utils.lab.bounded import check_archive, check_value, loads_bounded
+from course_utils.lab.kernel_code import probe_code
+from course_utils.lab.limits import MAX_JSON_DEPTH, MAX_REPLY_CHARS, MAX_VALUE_BYTES
 
 
 class StudentRaised(Exception):
@@ -56,25 +59,35 @@ class ReferenceCalled(BaseException):
         self.name, self.untraced = name, untraced
 
 
+def _envelope(text: str) -> dict:
+    """The kernel's JSON envelope inside the reply's text (the repr of a str), read at a bounded cost."""
+    if len(text) > MAX_REPLY_CHARS:
+        raise ProbeFailed(f"the answer was too large to bring back ({len(text):,} characters)")
+    try:
+        literal = ast.literal_eval(text) if text[:1] in ("'", '"') else None
+        if not isinstance(literal, str):
+            raise ProbeFailed("the kernel sent back something unreadable (not a string)")
+        envelope = loads_bounded(literal, MAX_JSON_DEPTH)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        why = f"{type(exc).__name__}: {str(exc)[:80]}"
+        raise ProbeFailed(f"the kernel sent back something unreadable ({why})") from None
+    return envelope if isinstance(envelope, dict) else {}
+
+
 def decode_reply(status: str, text: str):
     """Turn the kernel's reply into a value, or raise ``StudentRaised`` / ``NotDefined`` / ``ProbeFailed``."""
     if status != "ok":
         error_type, _, message = text.partition(": ")
         raise StudentRaised(error_type, message)  # a BaseException such as SystemExit escaped the call
-    if len(text) > MAX_REPLY_CHARS:
-        raise ProbeFailed(f"the answer was too large to bring back ({len(text):,} characters)")
-    try:
-        envelope = json.loads(ast.literal_eval(text))
-    except (ValueError, SyntaxError, TypeError, MemoryError) as exc:
-        raise ProbeFailed(f"the kernel sent back something unreadable ({type(exc).__name__})") from None
-    kind = envelope.get("kind") if isinstance(envelope, dict) else None
+    envelope = _envelope(text)
+    kind = envelope.get("kind")
     if kind == "missing":
         raise NotDefined()
     if kind == "raised":
         line, function = envelope.get("line"), envelope.get("function")
         raise StudentRaised(
-            str(envelope.get("type")),
-            str(envelope.get("message", "")),
+            str(envelope.get("type"))[:100],
+            str(envelope.get("message", ""))[:500],
             line if isinstance(line, int) and not isinstance(line, bool) else None,
             function if isinstance(function, str) and function.isidentifier() else None,
         )
@@ -90,15 +103,21 @@ def decode_reply(status: str, text: str):
     if kind == "too_large":
         raise StudentRaised(
             "ValueError",
-            f"returned too much data for the grader ({envelope.get('message')}; "
+            f"returned too much data for the grader ({str(envelope.get('message'))[:200]}; "
             f"at most {MAX_VALUE_BYTES >> 20} MiB of tensors)",
         )
     if kind == "unsendable":
-        raise StudentRaised("TypeError", f"returned a {envelope.get('type')}, which the grader cannot read back")
-    if kind != "value":
+        kind = str(envelope.get("type"))[:100]
+        raise StudentRaised("TypeError", f"returned a {kind}, which the grader cannot read back")
+    if kind != "value" or not isinstance(envelope.get("data"), str):
         raise ProbeFailed("the kernel sent back something unreadable")
     try:
-        value = torch.load(io.BytesIO(base64.b64decode(envelope["data"])), weights_only=True)
+        data = base64.b64decode(envelope["data"], validate=True)
+    except ValueError:
+        raise ProbeFailed("the kernel sent back something unreadable (not base64)") from None
+    try:
+        check_archive(data)
+        value = torch.load(io.BytesIO(data), weights_only=True)
     except Exception as exc:
         raise StudentRaised("TypeError", f"returned a value the grader cannot read back ({str(exc)[:120]})") from None
     check_size(value)
@@ -107,23 +126,16 @@ def decode_reply(status: str, text: str):
 
 def check_size(value, budget: int = MAX_VALUE_BYTES) -> int:
     """Raise ``StudentRaised`` if the tensors in ``value`` would take more than ``budget`` bytes, from
-    their shapes and dtypes alone (an expanded tensor is small on the wire, huge once converted);
+    their shapes and dtypes alone (an expanded tensor is small on the wire, huge once converted), if it
+    holds too many items or levels, or a tensor that is not dense and strided (``bounded.check_value``);
     return the bytes left. ``check_size(torch.zeros(1).expand(10**9))`` raises."""
-    if isinstance(value, torch.Tensor):
-        budget -= value.numel() * value.element_size()
-        if budget < 0:
-            raise StudentRaised(
-                "ValueError",
-                f"returned a tensor of shape {tuple(value.shape)}, too large for the grader "
-                f"(at most {MAX_VALUE_BYTES >> 20} MiB of tensors)",
-            )
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            budget = check_size(item, budget)
-    elif isinstance(value, dict):
-        for item in value.values():
-            budget = check_size(item, budget)
-    return budget
+    try:
+        return check_value(value, budget)
+    except ValueError as exc:
+        raise StudentRaised(
+            "ValueError",
+            f"returned {exc}; the grader accepts only dense tensors, numbers, strings and containers of them",
+        ) from None
 
 
 class StudentProxy:

@@ -7,6 +7,9 @@ and/or ``<student>.ipynb`` files. Every file is a submission, dot-names included
 warning line. Symbolic links are never followed out of the folder: a link to outside it, or to
 another student's file, is a row with status ``link`` (not graded); a link within the student's
 own folder is graded as the file it points to. Pipes, sockets and devices are ``unreadable``.
+Student names that look the same once made safe (invisible characters dropped) are made distinct,
+with a warning (``distinct_students``). A file is read only up to ``MAX_NOTEBOOK_BYTES`` and its JSON
+only if it nests at most ``MAX_JSON_DEPTH`` levels (``limits.py``): anything else is ``unreadable``.
 nbformat 3 notebooks are upgraded to version 4 and graded.
 
 A submission is matched to a course notebook by file name (``00_welcome.ipynb``), else by the
@@ -19,18 +22,18 @@ Leaves out: running and grading (``grade.py``, ``folder.py``).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
 
 from course_utils.checks import all_exercises
-
-MAX_BYTES = 50 << 20
+from course_utils.lab.bounded import loads_bounded
+from course_utils.lab.limits import MAX_JSON_DEPTH, MAX_NOTEBOOK_BYTES
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,37 @@ def find_submissions(folder: Path, warnings: list[str] | None = None) -> list[Su
             found.append(sub)
         elif walk(entry.name, entry) == 0:
             warnings.append(f"skipped {entry.name}/ (an empty folder: no submission)")
-    return found
+    return distinct_students(found, warnings)
+
+
+def distinct_students(found: list[Submission], warnings: list[str]) -> list[Submission]:
+    """``found`` with every student name distinct as the gradebook shows it (``gradebook.one_line``
+    drops invisible characters, NFC joins accents): of names that differ only there, the first in
+    order keeps its name, the others get `` (2)``, `` (3)``..., with a warning naming them all.
+    ``ann`` and ``ann\u200b`` -> ``ann`` and ``ann (2)``."""
+    from course_utils.lab.gradebook import one_line
+
+    def shown(name: str) -> str:
+        return unicodedata.normalize("NFC", one_line(name))
+
+    names = sorted({sub.student for sub in found}, key=lambda n: (shown(n) != n, n))
+    taken = {shown(n) for n in names}
+    by_shown: dict[str, list[str]] = {}
+    for name in names:
+        by_shown.setdefault(shown(name), []).append(name)
+    renamed = {}
+    for seen, group in sorted(by_shown.items()):
+        for name in group[1:]:
+            number = 2
+            while f"{seen} ({number})" in taken:
+                number += 1
+            renamed[name] = f"{seen} ({number})"
+            taken.add(renamed[name])
+        if len(group) > 1:
+            graded = ", ".join(f"{ascii(n)} as {renamed.get(n, n)!r}" for n in group)
+            why = "they differ only by invisible characters or how an accent is encoded"
+            warnings.append(f"student names that look the same ({why}): graded {graded}")
+    return [replace(sub, student=renamed[sub.student]) if sub.student in renamed else sub for sub in found]
 
 
 def read_submission(path: Path) -> tuple[nbformat.NotebookNode | None, str]:
@@ -165,14 +198,14 @@ def read_submission(path: Path) -> tuple[nbformat.NotebookNode | None, str]:
         size = path.lstat().st_size
         if size == 0:
             return None, "empty file"
-        if size > MAX_BYTES:
+        if size > MAX_NOTEBOOK_BYTES:
             return None, f"file too large ({size:,} bytes)"
         text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"cannot read file ({type(exc).__name__}: {exc})"[:200]
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = loads_bounded(text, MAX_JSON_DEPTH)  # a refused depth or size costs one scan, never the run
+    except ValueError as exc:
         return None, f"invalid JSON ({exc})"[:200]
     old_format = isinstance(data, dict) and data.get("nbformat") == 3 and isinstance(data.get("worksheets"), list)
     if not isinstance(data, dict) or not (isinstance(data.get("cells"), list) or old_format):

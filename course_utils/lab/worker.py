@@ -4,7 +4,8 @@ answers ``DONE`` on stdout after writing each result (so torch is imported once 
 
 The folder grader keeps ``--jobs`` workers, so a fault while grading one submission (a crash, a
 flood of output) costs only that submission's row, never the gradebook; the sandbox keeps the
-kernel from seeing or signalling the worker at all. A worker dies with the grader.
+kernel from seeing or signalling the worker at all. A worker dies with the grader, and its own
+memory is capped (``limits.WORKER_MEMORY_MB``, a soft ``RLIMIT_DATA`` its kernels lift to theirs).
 A job file names the submission, its course notebook, points, limits and where to write the
 result (JSON, written atomically).
 
@@ -23,9 +24,9 @@ from pathlib import Path
 from course_utils.checks import all_exercises
 from course_utils.lab.course_code import exercise_files
 from course_utils.lab.grade import grade_notebook
-from course_utils.lab.hidden import load_hidden_tests
-from course_utils.lab.boot import die_with_parent
-from course_utils.lab.limits import Limits
+from course_utils.lab.hidden import keyed_exercise, load_hidden_tests
+from course_utils.lab.boot import cap_own_data, die_with_parent
+from course_utils.lab.limits import WORKER_MEMORY_MB, Limits
 from course_utils.lab.results import SubmissionResult, zero_rows
 from course_utils.lab.submissions import read_submission
 
@@ -41,6 +42,8 @@ def run_job(job: dict) -> SubmissionResult:
         result.exercises = zero_rows(points, "unreadable", problem)
         return result
     registry = all_exercises()
+    if job.get("case_key"):
+        registry = {name: keyed_exercise(ex, job["case_key"]) for name, ex in registry.items()}
     hidden = load_hidden_tests(Path(job["hidden_tests"]) if job.get("hidden_tests") else None, set(registry))
     status, rows, notes = asyncio.run(
         grade_notebook(
@@ -81,6 +84,7 @@ def run_job_file(job_file: str) -> None:
 
 def main(argv: list[str]) -> int:
     die_with_parent()  # a killed grader leaves no worker (and so no kernel) behind
+    cap_own_data(WORKER_MEMORY_MB)  # whatever an answer makes it allocate fails past this, in this process only
     if argv != ["--serve"]:
         run_job_file(argv[0])
         return 0
