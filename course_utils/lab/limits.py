@@ -28,7 +28,7 @@ MAX_JSON_DEPTH = 100
 # counts as the tree it unfolds to), nesting depth, the characters of the reply and the bytes its
 # torch archive may hold once read (every record stored, none compressed).
 MAX_VALUE_BYTES = 32 << 20
-MAX_VALUE_ITEMS = 1_000_000
+MAX_VALUE_ITEMS = 100_000  # the largest course answer has 361 (byte_bpe_train's merges)
 MAX_VALUE_DEPTH = 100
 MAX_REPLY_CHARS = 64 << 20
 MAX_ARCHIVE_BYTES = MAX_VALUE_BYTES + (16 << 20)  # tensors + the pickle of the containers around them
