@@ -481,8 +481,9 @@ check_importance_weighted_loss(importance_weighted_loss)
 # What a model keeps is only worth reading once training has **converged**. Stop early and each model
 # is caught half-way: features it has not yet dropped, others it has not yet found room for. Elhage et
 # al. train with AdamW at a constant learning rate of 1e-3 on batches of 1,024 for 10,000 steps;
-# `train_sweep`'s defaults reach the same losses in a fifth of the steps (batches of 1,024 for 2,000
-# steps, the learning rate starting at 1e-2 and falling along a cosine to 1e-4):
+# `train_sweep`'s defaults reach about the same losses in a fifth of the steps (batches of 1,024 for
+# 2,000 steps, the learning rate starting at 1e-2 and falling along a cosine to 1e-4;
+# `benchmarks/RESULTS_superposition.md` compares the two seed by seed):
 
 # %%
 many_sparsity = [0.0, 0.7, 0.9, 0.97, 0.99, 0.997]
