@@ -64,6 +64,8 @@ def test_claims_hold_with_margin_only_when_there_is_room(change):
     assert all(claims(near).values()) and not all(claims(near, margin=1.2).values())
     with pytest.raises(ValueError, match="margin"):
         claims(near, margin=0.5)
+    heads_only = {k: v for k, v in _reading().items() if k == "heads"}
+    assert list(claims(heads_only)) == list(claims(_reading()))[:5]
 
 
 @pytest.fixture(scope="module")
