@@ -189,6 +189,8 @@ def _calls_06_09() -> dict:
 # Public callables that cannot run on meta today, and why. Shrinking this table is the work left
 # for the validation layer (course_utils/validate.py skips value checks on meta).
 NOT_ON_META = {
+    "progress.progress_bar": "a tqdm bar over Python iterables and counts, no tensors",
+    "progress.stored_text": "formats a description string, no tensors",
     "attention.random_scores": "builds seeded CPU data from a torch.Generator (no tensor input to follow)",
     "attention.saturation_stats": "returns Python floats computed from seeded CPU data",
     "attention.pattern_stats": "returns Python floats (a summary for readouts and tables)",

@@ -282,8 +282,8 @@ plt.show()
 
 # %% [markdown]
 # Try it: the slider sets `d_k` for random queries and keys of a short sentence, and the two heatmaps
-# show the same scores with and without the scale. Push `d_k` towards 512 and watch the unscaled
-# pattern turn into one dark cell per row.
+# show the same scores with and without the scale. Push `d_k` to the far right of the slider and watch
+# the unscaled pattern turn into one dark cell per row.
 
 # %% tags=["nbval-ignore-output"]
 # Output not compared by the tests: a widget draws into an Output area, which nbval cannot follow.
