@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from jaxtyping import Float
 from torch import Tensor, nn
-from tqdm.auto import tqdm
+from course_utils.progress import progress_bar
 
 from course_utils.threads import torch_threads
 from course_utils.validate import float_tensor, int_in, integer, non_negative_number, positive_int, positive_number
@@ -73,7 +73,7 @@ def train_sparse_autoencoder(
     optimiser = torch.optim.Adam(sae.parameters(), lr=lr)
     history = torch.empty(steps)
     with torch_threads(1):
-        for step in tqdm(range(steps), desc="sparse autoencoder", disable=not progress, leave=False):
+        for step in progress_bar(range(steps), desc="sparse autoencoder", disable=not progress):
             h = sample(batch_size, gen)
             acts, h_hat = sae(h)
             loss = (h - h_hat).square().sum(dim=-1).mean() + l1 * acts.sum(dim=-1).mean()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from jaxtyping import Float
 from torch import Tensor
-from tqdm.auto import tqdm
+from course_utils.progress import progress_bar
 
 from course_utils.validate import positive_int
 
@@ -146,7 +146,8 @@ def pairwise_angle_stats(
         sizes = [min(chunk_size, n - start) for start in range(0, n - 1, chunk_size)]
         inside = torch.empty(sum(s * (s - 1) // 2 for s in sizes), dtype=vectors.dtype, device=device)
         filled = 0
-        for start in tqdm(range(0, n - 1, chunk_size), desc=f"pairs (d={d})", disable=not progress, leave=False):
+        chunks = range(0, n - 1, chunk_size)
+        for start in progress_bar(chunks, desc=f"pairs (d={d})", unit="chunk", disable=not progress):
             stop = min(start + chunk_size, n)
             size = stop - start
             if stop < n:  # the chunk against every row after it

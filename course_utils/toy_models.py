@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from jaxtyping import Float
 from torch import Tensor, nn
-from tqdm.auto import tqdm
+from course_utils.progress import progress_bar
 
 from course_utils.threads import torch_threads
 from course_utils.validate import float_tensor, positive_int, positive_number
@@ -182,7 +182,7 @@ def train_toy_models(
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=steps, eta_min=lr / 100)
     history = torch.empty(steps, model.n_instances)
     with torch_threads(1):  # toy-sized tensors gain nothing from more threads
-        for step in tqdm(range(steps), desc="toy models", disable=not progress, leave=False):
+        for step in progress_bar(range(steps), desc="toy models", disable=not progress):
             loss = model.loss(model.generate_batch(batch_size, gen))  # (inst,)
             optimiser.zero_grad(set_to_none=True)
             loss.sum().backward()
