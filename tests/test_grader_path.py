@@ -11,6 +11,8 @@ gradient, say) fails here if it is not marked ``run_in_kernel``.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from course_utils.checks import all_exercises
@@ -45,13 +47,19 @@ class InProcessProxy(StudentProxy):
         return decode_reply("ok", repr(self.namespace["_course_lab_result"]))
 
 
+@functools.lru_cache(maxsize=None)
+def _cases(name: str, seed: int) -> tuple:
+    """An exercise's cases, built once per file (every use copies them first: ``pristine_copy``)."""
+    return tuple(EXERCISES[name].cases(seed))
+
+
 def _verdicts(exercise, impl) -> tuple[list[str], list[str], list[str]]:
     """(the notebook check's statuses, the grader's statuses, the bank mistakes the grader's feedback
     names, ``feedback.matched_hint``) for ``impl`` on every case of ``SEEDS``."""
     proxy = InProcessProxy(exercise, impl)
     direct, graded, named = [], [], []
     for seed in SEEDS:
-        for case in exercise.cases(seed):
+        for case in _cases(exercise.name, seed):
             outcome = Outcome.capture(lambda: exercise.run(impl, pristine_copy(case)))
             direct.append(exercise.judge(case, outcome)[0])
             status, message = _judge(exercise, case, _outcome(exercise, proxy, pristine_copy(case)))
@@ -86,5 +94,5 @@ def test_the_grader_agrees_with_the_notebook_check(name, kind, label, impl):
 def test_every_seed_has_as_many_cases_as_the_public_check():
     """The public check announces ``cases x len(HIDDEN_SEEDS)`` hidden cases, and the grader numbers
     them the same way (``hidden case k of n``): both hold only if no seed changes the count."""
-    counts = {name: {len(ex.cases(seed)) for seed in (0, *HIDDEN_SEEDS)} for name, ex in EXERCISES.items()}
+    counts = {name: {len(_cases(name, seed)) for seed in (0, *HIDDEN_SEEDS)} for name in EXERCISES}
     assert {name: c for name, c in counts.items() if len(c) != 1} == {}
