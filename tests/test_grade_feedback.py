@@ -188,3 +188,13 @@ def test_the_class_report_counts_passes_and_each_named_mistake(tmp_path):
     md, png = write_class_report(CLASS, tmp_path / "grades.csv", ASSIGNMENT, all_exercises())
     assert md.read_text() == text and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["grades_class_report.md", "grades_class_report.png"]
+
+
+def test_the_cli_reads_every_limit_default_from_limits_py():
+    from course_utils.lab.limits import Limits
+
+    grade = build_parser()._subparsers._group_actions[0].choices["grade"]
+    given = {a.dest: a.default for a in grade._actions}
+    names = {"timeout": "cell_timeout", "probe_timeout": "probe_timeout", "memory_mb": "memory_mb",
+             "threads": "threads", "total_timeout": "total_timeout", "max_processes": "processes"}
+    assert Limits(**{field: given[flag] for flag, field in names.items()}) == Limits()

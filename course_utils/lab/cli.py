@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from course_utils.checks.outcome import HIDDEN_SEEDS
+from course_utils.lab.limits import DEFAULTS
 from course_utils.lab.release import ReleaseError, release
 from course_utils.lab.standing import add_command as add_progress_command
 from course_utils.lab.workspace import add_command as add_update_command
@@ -125,31 +126,45 @@ def build_parser() -> argparse.ArgumentParser:
     grd.add_argument(
         "--source", help="the course's solution notebooks (points, names); default: the course's notebooks/"
     )
-    grd.add_argument("--timeout", type=float, default=120.0, help="seconds per notebook cell (default 120)")
+    d = DEFAULTS  # every limit's default, in limits.py only
     grd.add_argument(
-        "--probe-timeout", type=float, default=20.0, help="seconds per call of a student's function (default 20)"
+        "--timeout",
+        type=float,
+        default=d["cell_timeout"],
+        help=f"seconds per notebook cell (default {d['cell_timeout']:g})",
+    )
+    grd.add_argument(
+        "--probe-timeout",
+        type=float,
+        default=d["probe_timeout"],
+        help=f"seconds per call of a student's function (default {d['probe_timeout']:g})",
     )
     grd.add_argument(
         "--memory-mb",
         type=int,
-        default=4096,
-        help="memory of each submission, all its processes together, in MiB (default 4096)",
+        default=d["memory_mb"],
+        help=f"memory of each submission, all its processes together, in MiB (default {d['memory_mb']})",
     )
     grd.add_argument(
         "--total-timeout",
         type=float,
-        default=0.0,
+        default=d["total_timeout"],
         help="seconds for a whole submission, cells and graded calls (default 10 x --timeout)",
     )
     grd.add_argument(
-        "--max-processes", type=int, default=64, help="processes and threads of each submission together (default 64)"
+        "--max-processes",
+        type=int,
+        default=d["processes"],
+        help=f"processes and threads of each submission together (default {d['processes']})",
     )
     grd.add_argument(
         "--no-sandbox",
         action="store_true",
         help="run student code without the bubblewrap sandbox, as your own user (trusted code only)",
     )
-    grd.add_argument("--threads", type=int, default=1, help="torch/BLAS threads per kernel (default 1)")
+    grd.add_argument(
+        "--threads", type=int, default=d["threads"], help=f"torch/BLAS threads per kernel (default {d['threads']})"
+    )
     seeds = ",".join(map(str, HIDDEN_SEEDS))
     grd.add_argument(
         "--hidden-seeds", default=seeds, help=f"seeds of the hidden cases, comma-separated (default {seeds})"
