@@ -68,6 +68,11 @@ notebooks: setup-test
 		$(BIN)/python notebooks/stable_widget_ids.py notebooks/$$name.ipynb; \
 	done
 
+# Mutation testing of the checks (tools/mutation): regenerate the committed mutant lists tests/mutants/*.json
+# that tests/test_mutants.py replays, after changing a solution or a check. One notebook: make mutants NB=03_attention
+mutants: setup-test
+	$(BIN)/python -m tools.mutation $(basename $(notdir $(NB)))
+
 release: setup
 	$(BIN)/course-lab release --out student
 

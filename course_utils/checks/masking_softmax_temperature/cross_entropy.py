@@ -36,6 +36,13 @@ def _cross_entropy_cases(seed: int) -> list[Case]:
             (torch.randn(5, 10, generator=gen, dtype=F64), torch.randint(0, 10, (5,), generator=gen)),
         ),
         Case("logits in the hundreds (a naive exp overflows)", (big, torch.randint(0, 7, (4,), generator=gen))),
+        Case(
+            "rows about 0, -2,000 and +500 (shift each row by its own maximum, not the whole tensor's)",
+            (
+                torch.randn(3, 6, generator=gen, dtype=F64) + torch.tensor([[0.0], [-2000.0], [500.0]], dtype=F64),
+                torch.randint(0, 6, (3,), generator=gen),
+            ),
+        ),
     ]
 
 

@@ -34,6 +34,10 @@ def _masked_cases(seed: int) -> list[Case]:
             (torch.randn(2, 3, 5, generator=gen, dtype=F64), random_mask),
         ),
         Case("scores of ±10,000", (big, torch.tensor([[True, True, False], [True, False, True]]))),
+        Case(
+            "float32 (3, 4) scores, causal mask, the last query fully masked (its row must be zeros, not NaN)",
+            (torch.randn(3, 4, generator=gen), masking.causal_mask(4)[:3] & torch.tensor([[True], [True], [False]])),
+        ),
     ]
 
 

@@ -34,6 +34,10 @@ def _temperature_cases(seed: int) -> list[Case]:
             "T=0 with tied largest logits (the first one wins)",
             (torch.tensor([[2.0, 5.0, 5.0, 1.0], [7.0, 7.0, 7.0, 0.0]]), 0.0),
         ),
+        Case(
+            "rows about 0 and -500 at T=0.1 (shift each row by its own maximum)",
+            (torch.randn(2, 5, generator=gen, dtype=F64) + torch.tensor([[0.0], [-500.0]], dtype=F64), 0.1),
+        ),
     ]
 
 

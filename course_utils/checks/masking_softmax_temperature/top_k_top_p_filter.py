@@ -37,6 +37,10 @@ def _filter_cases(seed: int) -> list[Case]:
             (softmax(torch.randn(3, 12, generator=gen, dtype=F64)), 6, 0.7),
         ),
         Case("top token alone exceeds top_p=0.5", (worked, None, 0.5)),
+        Case(
+            "probabilities .5, .25, .125, .125 (shuffled), top_p=0.75: the mass before the third is exactly p",
+            (torch.tensor([0.125, 0.5, 0.125, 0.25], dtype=F64), None, 0.75),
+        ),
     ]
 
 

@@ -16,7 +16,7 @@ from course_utils.tokenisation.bpe import EOW, WORKED_CORPUS, count_pairs, merge
 
 
 def merge_cases(seed: int) -> list[Case]:
-    """Three fixed corpora (overlaps, words that become equal), then two random ones with their top pair."""
+    """Four fixed corpora (overlaps, words becoming equal, no end marker), then two random ones with their top pair."""
     cases = [
         Case("worked corpus, merge ('e', 's')", (split_corpus(WORKED_CORPUS), ("e", "s"))),
         Case(
@@ -26,6 +26,10 @@ def merge_cases(seed: int) -> list[Case]:
         Case(
             "('ab','c') x2 and ('a','b','c') x3, merge ('a', 'b')",
             ({("ab", "c", EOW): 2, ("a", "b", "c", EOW): 3}, ("a", "b")),
+        ),
+        Case(
+            "words with no end marker, ('a','b','a') x2 and ('b','a') x1, merge ('a', 'b'): the last 'a' has no right",
+            ({("a", "b", "a"): 2, ("b", "a"): 1}, ("a", "b")),
         ),
     ]
     for label, wc in corpora(seed)[2:]:

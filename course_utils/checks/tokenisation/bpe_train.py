@@ -111,7 +111,8 @@ def train_from_scratch(word_counts, n_merges):
 TRAIN_BPE = Exercise(
     name="bpe_train",
     reference=train_bpe,
-    cases=lambda seed: [Case(f"{label}, {n} merges", (wc, n)) for (label, wc), n in zip(corpora(seed), (5, 3, 6, 8))],
+    cases=lambda seed: [Case(f"{label}, {n} merges", (wc, n)) for (label, wc), n in zip(corpora(seed), (5, 3, 6, 8))]
+    + [Case("ab x2 and b x1, 6 merges (no pair is left after 2: stop early)", ({"ab": 2, "b": 1}, 6))],
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

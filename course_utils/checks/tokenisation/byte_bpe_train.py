@@ -28,12 +28,13 @@ def learn_byte_merges(text: str, n_merges: int) -> list[tuple[int, int]]:
 
 
 def train_cases(seed: int) -> list[Case]:
-    """Three small texts (repeats, the worked corpus, accents and emoji), then a seeded slice of the corpus."""
+    """Four small texts (repeats, the worked corpus, accents and emoji, too few pairs), then a seeded corpus slice."""
     worked = " ".join(w for w, n in {"low": 5, "lower": 2, "newest": 6, "widest": 3}.items() for _ in range(n))
     return [
         Case("'aaabdaaabac', 3 merges", ("aaabdaaabac", 3)),
         Case("the worked corpus as text (low x5, lower x2, newest x6, widest x3), 10 merges", (worked, 10)),
         Case("'café naïve café 😀😀 naïve', 8 merges", ("café naïve café 😀😀 naïve", 8)),
+        Case("'abab', 5 merges (no pair is left after 2: stop early)", ("abab", 5)),
         Case(
             f"{SLICE_BYTES:,} bytes of the corpus (seed {seed}), {SLICE_MERGES} merges",
             (corpus_case_text(seed), SLICE_MERGES),

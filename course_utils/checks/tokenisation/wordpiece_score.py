@@ -20,12 +20,14 @@ from course_utils.tokenisation.wordpiece import count_symbols, wordpiece_score
 
 
 def score_cases(seed: int) -> list[Case]:
-    """Two pairs of the worked corpus, then a seeded pair of each of two random corpora."""
+    """Four pairs of the worked corpus (two never adjacent), then a seeded pair of each of two random corpora."""
     rng = random.Random(seed)
     worked = split_corpus(WORKED_CORPUS)
     cases = [
         Case("worked corpus, ('e', 's')", (worked, ("e", "s"))),
         Case("worked corpus, ('i', 'd')", (worked, ("i", "d"))),
+        Case("worked corpus, ('w', 'l'): both occur, never side by side (score 0)", (worked, ("w", "l"))),
+        Case("worked corpus, ('x', 'q'): neither occurs (score 0)", (worked, ("x", "q"))),
     ]
     for label, wc in corpora(seed)[2:]:
         words = split_corpus(wc)

@@ -1,0 +1,5 @@
+import sys
+
+from tools.mutation.generate import main
+
+main(sys.argv[1:])
