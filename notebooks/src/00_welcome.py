@@ -110,7 +110,8 @@ softmax_gap_slider()
 #    reference implementation at the precision the exercise teaches, and checks properties every right
 #    answer has (rows sum to 1, no NaN, the right shape). Any correct way of writing it passes:
 #    float32 or float64, a loop or a vectorised expression. It prints **one line**:
-#    - ✅ `passed all N cases`: done;
+#    - ✅ `passed the N public cases; 2N hidden cases remain to be graded`: done here (a graded lab also
+#      runs the same exercise on hidden inputs, other seeds, when it is handed in);
 #    - ❌ a short description of the likely mistake and the input it showed up on;
 #    - ⏳ `not attempted yet`: the stub is still there;
 #    - ⚠️ your function raised an error (the line shows which line of your cell), or the check could
