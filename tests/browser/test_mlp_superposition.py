@@ -31,7 +31,7 @@ FIVE_SPARSITY = (1 - torch.logspace(0, -2, 12)).tolist()  # as in the notebook's
 
 @pytest.fixture(scope="module")
 def oracle():
-    model, _ = toy_models.train_sweep(5, 2, FIVE_SPARSITY, steps=1000, seed=0)
+    model, _ = toy_models.train_sweep(5, 2, FIVE_SPARSITY, steps=2_000, batch_size=1_024, seed=0)  # the notebook's
     W = model.W.detach()
     return toy_models.feature_norms(W), toy_models.feature_dimensionality(W)
 
