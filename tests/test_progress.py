@@ -3,10 +3,10 @@ frame ("0%"), and the widget's saved state is the finished bar."""
 
 from __future__ import annotations
 
-import nbclient
 import nbformat
 import pytest
 
+from course_utils.notebook_run import CourseNotebookClient
 from course_utils.progress import WIDGET_VIEW, progress_bar, stored_text
 
 
@@ -38,7 +38,7 @@ def test_in_a_notebook_the_stored_output_reads_right():
         "for _ in progress_bar(range(40), desc='toy models'):\n    pass\n"
         "with progress_bar(total=3, desc='runs', unit='run') as bar:\n    bar.update(3)"
     )]
-    nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    CourseNotebookClient(nb, kernel_name="python3", timeout=120).execute()
     shown = [o for o in nb.cells[0].outputs if o.output_type == "display_data"]
     assert [o.data["text/plain"] for o in shown] == [
         "toy models: 40 steps (a progress bar while the cell runs)",

@@ -3,14 +3,13 @@ bottom with every check saying 'not attempted', and bad input never leaves half 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from course_utils.notebook_run import CourseNotebookClient
 
 from course_utils.lab.release import ReleaseError, release
 from course_utils.lab.leaks import RUN_TOKENS, find_leak, tokens
@@ -63,7 +62,8 @@ def test_outputs_and_widget_state_are_cleared(path, student_dir):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_student_version_runs_and_checks_say_not_attempted(path, student_dir, tmp_path):
     nb = read(student_dir / path.name)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    client = CourseNotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
     errors = [output_text(c) for c in nb.cells if any(o.get("output_type") == "error" for o in c.get("outputs", []))]
     assert not errors, f"uncaught errors in the student version: {errors}"
     for index, exercise, argument in check_cells(nb):

@@ -29,7 +29,6 @@ import nbformat
 import zmq
 import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import DeadKernelError
 
 from course_utils.lab.bounded import loads_bounded
@@ -47,6 +46,7 @@ from course_utils.lab.limits import (
 from course_utils.lab.pool import kill_tree
 from course_utils.lab.probe import ProbeFailed
 from course_utils.lab.sandbox import WORKDIR, Jail, kernel_environment, launcher_environment
+from course_utils.notebook_run import SlicedKernelManager
 
 KERNEL_NAME = "course-lab-sandbox"
 
@@ -98,7 +98,7 @@ class SubmissionKernel:
                 [*inner, "--processes", str(limits.processes), "-f", "{connection_file}"], env
             )
             specs.interrupt_mode = "message"  # the kernel is in its own session: no signal reaches it
-            self.km = AsyncKernelManager(
+            self.km = SlicedKernelManager(
                 kernel_name=KERNEL_NAME,
                 kernel_spec_manager=specs,
                 transport="ipc",
@@ -109,7 +109,7 @@ class SubmissionKernel:
         else:
             self.workdir = tempfile.mkdtemp(prefix="course-lab-")
             specs.argv = [*inner, "-f", "{connection_file}"]
-            self.km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+            self.km = SlicedKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
             self.env = kernel_environment(self.workdir, self.workdir, limits)
         self.kc = None
         self.context = None
