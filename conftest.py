@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -50,9 +51,22 @@ else:
         """`make test` runs on two workers. A notebook's cells share one kernel, so one worker runs all
         of them in order; the browser tests share one JupyterLab and one Chromium, so they stay on one
         worker too; so do the grader's and the sandbox's tests, which look for leftover processes and
-        cgroups machine-wide and would see the other worker's graders. Every other test is its own
-        unit. (xdist's `loadgroup` marks do this by editing node ids, which pytest 9 no longer reads, so
-        the units are named here instead.)"""
+        cgroups machine-wide and would see the other worker's graders. A test file with a module-scoped
+        fixture (five checkpoints read, a tokenizer trained once) is one unit: split test by test, a worker
+        that alternates between files builds the fixture again each time it comes back (notebook 09's
+        readings were built twice in CI, 44 s each). Every other test is its own unit, except that
+        test_release.py's cheap fixture is rebuilt rather than tying its ten student runs to one worker.
+        (xdist's `loadgroup` marks do this by editing node ids, which pytest 9 no longer reads, so the
+        units are named here instead.)"""
+
+        @functools.lru_cache(maxsize=None)
+        def shares_a_module_fixture(path: str) -> bool:
+            if path == "tests/test_release.py":
+                return False
+            try:
+                return 'scope="module"' in (ROOT / path).read_text()
+            except OSError:
+                return False
 
         class CourseScheduling(xdist.scheduler.LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
@@ -63,6 +77,8 @@ else:
                     return "browser"
                 if path in ("tests/test_grade.py", "tests/test_sandbox.py"):
                     return "grader"
+                if shares_a_module_fixture(path):
+                    return path
                 return nodeid
 
         return CourseScheduling(config, log)
