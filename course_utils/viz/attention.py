@@ -22,8 +22,10 @@ from course_utils.attention import pattern_stats, random_scores
 from course_utils.softmax import softmax
 from course_utils.viz.drawing import new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
+from course_utils.viz.style import course_figure
 
 
+@course_figure
 def plot_pattern(ax, pattern, tokens: Sequence[str], title: str | None = None, annotate: bool = True):
     """Heatmap of one (q_pos, k_pos) pattern: rows are queries (who looks), columns keys (who is looked at)."""
     data = pattern.detach().cpu().double().numpy()
@@ -49,6 +51,7 @@ def plot_pattern(ax, pattern, tokens: Sequence[str], title: str | None = None, a
     return image
 
 
+@course_figure
 def plot_saturation(d_ks: Sequence[int], scaled: Sequence[dict], unscaled: Sequence[dict], n_keys: int):
     """Two panels against d_k: mean largest weight, and mean entropy (with log(n_keys), the uniform maximum)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
@@ -88,6 +91,7 @@ def dk_saturation_viewer(tokens: Sequence[str], d_k: int = 64, seed: int = 0) ->
     slider.add_class("course-dk")
     readout, figure = readout_area(), figure_area()
 
+    @course_figure
     def _draw() -> None:
         value = slider.value
         scaled, unscaled = _patterns(len(tokens), value, seed)

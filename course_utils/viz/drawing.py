@@ -30,8 +30,11 @@ def redraw_lock() -> threading.RLock:
 
 
 def new_figure(figsize: tuple[float, float], nrows: int = 1, ncols: int = 1, **subplot_kw):
-    """A figure outside pyplot's registry: ``fig, ax = new_figure((5, 4))`` (axes as ``plt.subplots`` gives them)."""
+    """A figure outside pyplot's registry: ``fig, ax = new_figure((5, 4))`` (axes as ``plt.subplots`` gives them).
+
+    Its background is not painted (transparent, as every course figure: ``style.py``)."""
     fig = Figure(figsize=figsize)
+    fig.patch.set_visible(False)
     return fig, fig.subplots(nrows, ncols, **subplot_kw)
 
 

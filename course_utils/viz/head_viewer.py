@@ -20,6 +20,7 @@ import torch
 from course_utils.viz.attention import plot_pattern
 from course_utils.viz.drawing import new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
+from course_utils.viz.style import course_figure
 
 
 def viewer_readout(
@@ -40,6 +41,7 @@ def viewer_readout(
     return "<br>".join(lines)
 
 
+@course_figure
 def plot_heads(
     patterns: Sequence[torch.Tensor], tokens: Sequence[str], scores: Mapping[str, Sequence[torch.Tensor]] | None = None
 ):
@@ -59,6 +61,7 @@ def plot_heads(
     return fig
 
 
+@course_figure
 def plot_head(pattern: torch.Tensor, tokens: Sequence[str], layer: int, head: int, query: int):
     """One head's (q_pos, k_pos) pattern with the chosen query's row marked."""
     fig, ax = new_figure((5, 4.4))

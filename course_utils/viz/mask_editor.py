@@ -25,6 +25,7 @@ from course_utils.softmax import masked_softmax
 from course_utils.viz.attention import plot_pattern
 from course_utils.viz.drawing import new_figure, redraw_lock, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
+from course_utils.viz.style import course_figure
 
 
 def mask_readout(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str]) -> str:
@@ -38,6 +39,7 @@ def mask_readout(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str
     return "<br>".join(lines)
 
 
+@course_figure
 def plot_masked_pattern(pattern: torch.Tensor, mask: torch.Tensor, tokens: Sequence[str]):
     """The pattern as a heatmap with blocked cells crossed out and empty rows outlined in red."""
     fig, ax = new_figure((4.8, 4.2))

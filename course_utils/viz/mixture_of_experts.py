@@ -22,10 +22,12 @@ from course_utils.moe_balancing import max_entropy_bits, usage_entropy
 from course_utils.moe_experiment import TrainingRun, capacity_report
 from course_utils.viz.drawing import new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
+from course_utils.viz.style import INK, course_figure
 
 TITLES = {"none": "no balancing", "aux": "auxiliary loss", "bias": "bias balancing (DeepSeek-V3)"}
 
 
+@course_figure
 def draw_usage(ax, run: TrainingRun, title: str | None = None, legend: bool = False) -> None:
     """Stacked shares of the assignments per expert, step by step (a flat band = an even load);
     ``legend`` names the bands to the right of the axes (top band first)."""
@@ -47,6 +49,7 @@ def draw_usage(ax, run: TrainingRun, title: str | None = None, legend: bool = Fa
     ax.set_title(title or f"{TITLES.get(run.balancing, run.balancing)}\nfinal loss {run.eval_loss:.4f}", fontsize=9)
 
 
+@course_figure
 def plot_usage(runs: Mapping[str, TrainingRun]):
     """One panel per run, side by side."""
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 3.4), squeeze=False, sharey=True)
@@ -57,6 +60,7 @@ def plot_usage(runs: Mapping[str, TrainingRun]):
     return fig
 
 
+@course_figure
 def plot_specialisation(runs: Mapping[str, TrainingRun]):
     """For each run, the share of each sub-task's assignments that each expert received."""
     fig, axes = plt.subplots(1, len(runs), figsize=(4.2 * len(runs), 2.6), squeeze=False)
@@ -83,6 +87,7 @@ def plot_specialisation(runs: Mapping[str, TrainingRun]):
     return fig
 
 
+@course_figure
 def draw_capacity(ax, report: dict) -> None:
     """Bars of the kept assignments per expert, the dropped ones stacked on top in red, capacity dashed."""
     kept, dropped = report["kept"].numpy(), report["dropped"].numpy()
@@ -90,13 +95,14 @@ def draw_capacity(ax, report: dict) -> None:
     ax.bar(xs, kept, color="tab:blue", label="kept")
     ax.bar(xs, dropped, bottom=kept, color="tab:red", label="dropped (overflow)")
     if report["capacity"] is not None:
-        ax.axhline(report["capacity"], color="black", ls="--", lw=1, label=f"capacity {report['capacity']}")
+        ax.axhline(report["capacity"], color=INK, ls="--", lw=1, label=f"capacity {report['capacity']}")
     ax.set_xticks(list(xs))
     ax.set_xlabel("expert")
     ax.set_ylabel("assignments")
     ax.legend(fontsize=7)
 
 
+@course_figure
 def plot_capacity(report: dict, title: str = ""):
     """A static bar chart of one ``capacity_report``."""
     fig, ax = plt.subplots(figsize=(5, 3))
@@ -146,6 +152,7 @@ def usage_readout(state: dict) -> str:
     return "<br>".join(lines)
 
 
+@course_figure
 def _draw_state(state: dict):
     fig, (left, right) = new_figure((9, 3.2), 1, 2)
     draw_usage(

@@ -24,6 +24,7 @@ from course_utils import compute, counting
 from course_utils.counting import ModelConfig
 from course_utils.viz.drawing import human_count, new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
+from course_utils.viz.style import INK, course_figure
 
 GROUP_COLOURS = {
     "embedding": "#4c72b0",
@@ -49,6 +50,7 @@ SLIDERS = {  # field: (min, max, step, start) — the start is GPT-2 small
     "n_experts": (1, 64, 1, 1),
     "experts_per_token": (1, 8, 1, 1),
 }
+START = {field: start for field, (*_, start) in SLIDERS.items()}  # GPT-2 small, the counter's first picture
 
 
 def figure_image(fig) -> Image:
@@ -58,6 +60,7 @@ def figure_image(fig) -> Image:
     return Image(data=buffer.getvalue(), format="png")
 
 
+@course_figure
 def plot_budget_shares(counts: dict[str, int], title: str = ""):
     """One horizontal stacked bar of ``group_counts(counts)`` as percentages of the total."""
     groups = {k: v for k, v in counting.group_counts(counts).items() if v}
@@ -76,6 +79,7 @@ def plot_budget_shares(counts: dict[str, int], title: str = ""):
     return fig
 
 
+@course_figure
 def plot_decode_intensity(curves: dict[str, list[tuple[int, float]]], ridges: dict[str, float]):
     """FLOPs per byte of a decode step against the batch (log-log), with accelerators' ridge points.
 
@@ -96,6 +100,7 @@ def plot_decode_intensity(curves: dict[str, list[tuple[int, float]]], ridges: di
     return fig
 
 
+@course_figure
 def plot_models(rows: dict[str, tuple[int, int]]):
     """Bars of total and active parameters per model (log scale): ``rows = {name: (total, active)}``."""
     fig, ax = new_figure((8, 3.2))
@@ -144,6 +149,7 @@ def counter_readout(state: dict) -> str:
     return "<br>".join(lines)
 
 
+@course_figure
 def plot_counter(state: dict):
     """Parameters per group (total and active) beside FLOPs per token (weights vs attention)."""
     fig, (left, right) = new_figure((9, 3.2), 1, 2)
@@ -162,7 +168,7 @@ def plot_counter(state: dict):
         [x - 0.2 for x in xs], list(total.values()), width=0.4, label="total", color=[GROUP_COLOURS[g] for g in total]
     )
     left.bar(
-        [x + 0.2 for x in xs], list(active.values()), width=0.4, label="active", color="#cccccc", edgecolor="black"
+        [x + 0.2 for x in xs], list(active.values()), width=0.4, label="active", color="#cccccc", edgecolor=INK
     )
     left.set_xticks(list(xs), list(total), fontsize=8)
     left.set_ylabel("parameters")

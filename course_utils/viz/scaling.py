@@ -11,8 +11,10 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 
 from course_utils.attention_scaling import fit_exponent
+from course_utils.viz.style import course_figure
 
 
+@course_figure
 def plot_scaling(lengths: Sequence[int], seconds: Sequence[float]):
     """Measured times on log-log axes, the fitted exponent in the legend, and n² through the last point."""
     exponent = fit_exponent(lengths, seconds)

@@ -13,8 +13,10 @@ import matplotlib.pyplot as plt
 from IPython.display import Image, display
 
 from course_utils.viz.drawing import new_figure, redraw_lock
+from course_utils.viz.style import course_figure
 
 
+@course_figure
 def draw_loss_curve(ax, log: dict, bigram: float | None = None) -> None:
     """Per-step training loss (thin), validation loss at each evaluation (dots), the bigram baseline (dashed)."""
     ax.plot(range(1, len(log["train_loss"]) + 1), log["train_loss"], lw=0.8, alpha=0.6, label="train (each batch)")
@@ -32,6 +34,7 @@ class LiveLossCurve:
     def __init__(self, bigram: float | None = None, figsize=(7, 3.5)):
         self.bigram, self.figsize, self.handle = bigram, figsize, None
 
+    @course_figure
     def __call__(self, log: dict) -> None:
         with redraw_lock():
             fig, ax = new_figure(self.figsize)
@@ -46,6 +49,7 @@ class LiveLossCurve:
                 self.handle.update(image)
 
 
+@course_figure
 def plot_loss_curve(log: dict, bigram: float | None = None):
     """The finished curve as an ordinary figure."""
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -54,6 +58,7 @@ def plot_loss_curve(log: dict, bigram: float | None = None):
     return fig
 
 
+@course_figure
 def plot_schedule(lrs) -> plt.Figure:
     """The learning rate at every step."""
     fig, ax = plt.subplots(figsize=(6, 2.5))
@@ -64,6 +69,7 @@ def plot_schedule(lrs) -> plt.Figure:
     return fig
 
 
+@course_figure
 def plot_stream_size(sizes: dict[str, list[float]]):
     """One line per arrangement: the residual stream's RMS after each block."""
     fig, ax = plt.subplots(figsize=(6, 3))

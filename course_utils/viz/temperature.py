@@ -21,6 +21,7 @@ from course_utils import sampling
 from course_utils.entropy import entropy
 from course_utils.viz.drawing import new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
+from course_utils.viz.style import course_figure
 
 DEFAULT_TOKENS = ("CAT", "DOG", "IS", "LOVELY")
 DEFAULT_LOGITS = (6.2, 4.9, 2.1, 1.0)
@@ -60,6 +61,7 @@ def temperature_readout(tokens: Sequence[str], state: dict) -> str:
     return "<br>".join(lines)
 
 
+@course_figure
 def plot_temperature(tokens: Sequence[str], state: dict):
     """Bars of probabilities beside the share of samples drawn for each token."""
     fig, ax = new_figure((6, 3))

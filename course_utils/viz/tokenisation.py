@@ -15,6 +15,7 @@ import ipywidgets as widgets
 
 from course_utils.tokenisation.course import CHOICES, split_for_display
 from course_utils.viz.scaffold import live_widget, readout_area
+from course_utils.viz.style import course_figure
 
 PALETTE = ("#ffd6a5", "#caffbf", "#9bf6ff", "#bdb2ff", "#ffc6ff", "#fdffb6")
 
@@ -55,6 +56,7 @@ def tokenizer_widget(
     return live_widget([box_text, dropdown, readout], "course-tokenizer", [box_text, dropdown], _update)
 
 
+@course_figure
 def plot_pruning(history):
     """Corpus log-likelihood against vocabulary size for ``unigram.prune``'s history (read right to
     left: pruning shrinks the vocabulary); removals of pieces no word used are drawn hollow."""

@@ -12,10 +12,12 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from course_utils.toy_phases import PHASES, PhaseSweep
+from course_utils.viz.style import course_figure
 
 PHASE_COLOURS = ("#4c72b0", "#dd8452", "#c44e52")  # not represented, dedicated dimension, superposition
 
 
+@course_figure
 def plot_loss_curves(history: torch.Tensor, sparsity: torch.Tensor, window: int = 50):
     """Training loss per instance, averaged over ``window`` steps, against the step (log y): (steps, inst)."""
     fig, ax = plt.subplots(figsize=(7, 3.4))
@@ -30,6 +32,7 @@ def plot_loss_curves(history: torch.Tensor, sparsity: torch.Tensor, window: int 
     return fig
 
 
+@course_figure
 def plot_phase_diagram(sweep: PhaseSweep):
     """One coloured cell per trained model: relative importance of the extra feature (x) against density (y)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
