@@ -36,6 +36,7 @@ import nbformat
 import pytest
 import torch
 
+from course_utils.checks import all_exercises
 from course_utils.checks.welcome import EXERCISES
 from course_utils.lab.boot import cap_own_data
 from course_utils.lab.bounded import check_value, json_depth, loads_bounded
@@ -193,6 +194,25 @@ def test_5_hidden_cases_cannot_be_precomputed_in_the_kernel():
     pairs = [(a.args[0], b.args[0], c.args[0]) for a, b, c in zip(keyed.cases(1), same, other)]
     assert all(torch.equal(a, b) for a, b, _ in pairs)  # the same key: the same cases (a rerun grades alike)
     assert not all(torch.equal(a, c) for a, _, c in pairs)
+
+
+# Exercises whose hidden cases were built from the seed alone (no generator), so a table of the
+# plain cases(1..3) answered them: their hidden sizes and texts now come from random.Random(seed).
+KEYED_BY_RANDOM = ["attention_parameter_count", "byte_bpe_train", "causal_mask", "mlp_parameter_count",
+                   "model_parameter_count", "sinusoidal_encoding", "training_flops_estimate", "welch_bound"]
+
+
+@pytest.mark.parametrize("name", KEYED_BY_RANDOM)
+def test_5_a_table_of_the_plain_cases_misses_every_keyed_hidden_seed(name):
+    """A table looked up by the inputs answers exactly the cases whose inputs it holds (the lookup
+    itself is run end to end above and in the graded folder); every keyed hidden seed has a case it misses."""
+    exercise = all_exercises()[name]
+    tabled = {repr(case.args) for s in (0, 1, 2, 3) for case in exercise.cases(s)}
+    keyed = keyed_exercise(exercise, "the instructor's secret")
+    assert [repr(c.args) for c in keyed.cases(0)] == [repr(c.args) for c in exercise.cases(0)]  # public: as before
+    for seed in (1, 2):
+        assert any(repr(case.args) not in tabled for case in keyed.cases(seed)), f"seed {seed}"
+    assert keyed.check(exercise.reference, seed=1).passed
     assert torch.Generator.__name__ == "Generator"  # nothing stays patched
 
 

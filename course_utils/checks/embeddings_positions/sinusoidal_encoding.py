@@ -6,6 +6,7 @@ cos(the same angle), sine in even and cosine in odd dimensions (interleaved), po
 
 from __future__ import annotations
 
+import random
 import math
 
 import numpy as np
@@ -23,6 +24,11 @@ def sinusoidal_encoding(n_ctx, d_model):
 
 
 def _sinusoidal_cases(seed: int) -> list[Case]:
+    if seed:  # hidden cases: sizes drawn from random.Random(seed), which the grader keys by its secret
+        rng = random.Random(seed)
+        sizes = [(rng.randint(2, 8), 2 * rng.randint(1, 4)), (rng.randint(5, 30), 2 * rng.randint(3, 8)),
+                 (rng.randint(30, 80), 2 * rng.randint(16, 48))]
+        return [Case(f"n_ctx = {n}, d_model = {d}", (n, d)) for n, d in sizes]
     return [
         Case("n_ctx = 4, d_model = 4 (the worked table)", (4, 4)),
         Case(f"n_ctx = {10 + seed}, d_model = 8", (10 + seed, 8)),

@@ -6,6 +6,7 @@ keys, True where the query MAY attend (the key is at or before it, the diagonal 
 
 from __future__ import annotations
 
+import random
 import torch
 
 from course_utils import masking
@@ -19,7 +20,11 @@ def causal_mask(n_ctx: int) -> torch.Tensor:
 
 
 def _mask_cases(seed: int) -> list[Case]:
-    return [Case("n_ctx=4", (4 + seed,)), Case("n_ctx=1", (1,)), Case("n_ctx=6 (YOUR CAT IS A LOVELY CAT)", (6,))]
+    if seed:  # hidden cases: sizes drawn from random.Random(seed), which the grader keys by its secret
+        rng = random.Random(seed)
+        first, last = rng.randint(2, 40), rng.randint(2, 40)
+        return [Case(f"n_ctx={first}", (first,)), Case("n_ctx=1", (1,)), Case(f"n_ctx={last}", (last,))]
+    return [Case("n_ctx=4", (4,)), Case("n_ctx=1", (1,)), Case("n_ctx=6 (YOUR CAT IS A LOVELY CAT)", (6,))]
 
 
 bank = Bank()

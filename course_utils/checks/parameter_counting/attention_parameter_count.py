@@ -7,6 +7,7 @@ d_head = d_model / n_heads, Q and O stay d_model wide.
 
 from __future__ import annotations
 
+import random
 from course_utils import counting
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
@@ -20,8 +21,11 @@ def attention_parameter_count(d_model: int, n_heads: int, n_kv_heads: int, bias:
 
 def _attention_cases(seed: int) -> list[Case]:
     shapes = [(768, 12, 12, True), (4096, 32, 8, False), (512, 8, 2, True), (96, 6, 1, True)]
-    if seed:
-        shapes = [(64 * seed, 4, 2, True), (48 * seed, 6, 3, False), (40 * seed, 8, 8, True), (72, 12, 4, True)]
+    if seed:  # hidden cases: widths drawn from random.Random(seed), which the grader keys by its secret
+        rng = random.Random(seed)
+        widths = [rng.randint(1, 64) for _ in range(4)]
+        shapes = [(64 * widths[0], 4, 2, True), (48 * widths[1], 6, 3, False), (40 * widths[2], 8, 8, True),
+                  (12 * widths[3], 12, 4, True)]
     return [Case(f"d_model={d}, {h} heads, {kv} KV heads, bias={b}", (d, h, kv, b)) for d, h, kv, b in shapes]
 
 

@@ -6,6 +6,7 @@ Required form (stated in the notebook): a whole number; each bias is as long as 
 
 from __future__ import annotations
 
+import random
 from course_utils import counting
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
@@ -23,12 +24,13 @@ def mlp_parameter_count(d_model: int, d_mlp: int, gated: bool, bias: bool) -> in
 
 def _mlp_cases(seed: int) -> list[Case]:
     shapes = [(768, 3072, False, True), (4096, 14336, True, False), (512, 1365, True, True), (64, 100, False, False)]
-    if seed:
+    if seed:  # hidden cases: widths drawn from random.Random(seed), which the grader keys by its secret
+        rng = random.Random(seed)
         shapes = [
-            (32 * seed, 80, True, True),
-            (24, 96 * seed, False, True),
-            (48, 128, True, False),
-            (40 * seed, 56, False, True),
+            (32 * rng.randint(1, 64), 16 * rng.randint(1, 256), True, True),
+            (8 * rng.randint(1, 64), 96 * rng.randint(1, 64), False, True),
+            (16 * rng.randint(1, 64), 32 * rng.randint(1, 128), True, False),
+            (8 * rng.randint(1, 128), 8 * rng.randint(1, 128), False, True),
         ]
     return [Case(f"d_model={d}, d_mlp={m}, gated={g}, bias={b}", (d, m, g, b)) for d, m, g, b in shapes]
 

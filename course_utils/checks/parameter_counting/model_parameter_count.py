@@ -6,6 +6,7 @@ and each tied matrix once (rotary positions and a tied unembedding add nothing).
 
 from __future__ import annotations
 
+import random
 import torch
 
 from course_utils import counting
@@ -24,7 +25,11 @@ def _model_cases(seed: int) -> list[Case]:
     """Four configs that between them take every branch a count has: each norm (LayerNorm with and without
     its bias, RMSNorm with bias=True, none), each kind of positions, plain and gated MLPs (SwiGLU and GeGLU),
     GQA with and without biases, a mixture of plain-MLP experts with biases, tied and untied embeddings."""
-    base = ModelConfig(d_vocab=1000 + 7 * seed, n_ctx=64, d_model=48, n_layers=3 + seed, n_heads=6)
+    d_vocab, n_layers = 1000 + 7 * seed, 3 + seed
+    if seed:  # hidden cases: sizes drawn from random.Random(seed), which the grader keys by its secret
+        rng = random.Random(seed)
+        d_vocab, n_layers = rng.randint(500, 60_000), rng.randint(1, 12)
+    base = ModelConfig(d_vocab=d_vocab, n_ctx=64, d_model=48, n_layers=n_layers, n_heads=6)
     configs = {
         "GPT-2 style, tied": base,
         "GQA, SwiGLU, LayerNorm, rotary, untied, no biases": base.with_(

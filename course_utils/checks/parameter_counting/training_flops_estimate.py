@@ -6,6 +6,7 @@ non-embedding parameters, what one token runs through (for a mixture of experts,
 
 from __future__ import annotations
 
+import random
 import math
 
 from course_utils import compute, counting
@@ -20,15 +21,20 @@ def training_flops_estimate(cfg: ModelConfig, n_tokens: int) -> float:
 
 
 def _flops_cases(seed: int) -> list[Case]:
+    widths, n_layers, tokens = [seed], 32 - seed, [10**9, 10**12, 300 * 10**9]
+    if seed:  # hidden cases: sizes drawn from random.Random(seed), which the grader keys by its secret
+        rng = random.Random(seed)
+        widths, n_layers = [rng.randint(1, 24)], rng.randint(8, 31)
+        tokens = [rng.randint(1, 999) * 10**power for power in (7, 10, 9)]
     dense = ModelConfig(
-        d_vocab=50257, n_ctx=1024, d_model=768 + 96 * seed, n_layers=12, n_heads=12, tie_embeddings=False
+        d_vocab=50257, n_ctx=1024, d_model=768 + 96 * widths[0], n_layers=12, n_heads=12, tie_embeddings=False
     )
-    moe = counting.MIXTRAL_8X7B.with_(n_layers=32 - seed)
-    return [
-        Case("a GPT-2-small-like model, 1e9 tokens", (dense, 10**9)),
-        Case("Mixtral-like, 1e12 tokens", (moe, 10**12)),
-        Case("GPT-3 175B, 3e11 tokens", (counting.GPT3_175B, 300 * 10**9)),
-    ]
+    moe = counting.MIXTRAL_8X7B.with_(n_layers=n_layers)
+    if not seed:
+        labels = ["a GPT-2-small-like model, 1e9 tokens", "Mixtral-like, 1e12 tokens", "GPT-3 175B, 3e11 tokens"]
+    else:
+        labels = [f"{model}, {n:.3g} tokens" for model, n in zip(("GPT-2-like", "Mixtral-like", "GPT-3 175B"), tokens)]
+    return [Case(label, (cfg, n)) for label, cfg, n in zip(labels, (dense, moe, counting.GPT3_175B), tokens)]
 
 
 bank = Bank()
