@@ -137,7 +137,7 @@ def with_meta_module(build, use):
 def _calls_06_09() -> dict:
     from course_utils import counting as CO, gpt_fused as GF, head_scores as HS, kv_cache as KV, layernorm as LN
     from course_utils import moe as MO, moe_balancing as MB, moe_dispatch as MD, moe_routing as MR, training as TR
-    from course_utils import gpt_outcomes as GO, moe_deepseek as DS
+    from course_utils import gpt_outcomes as GO, moe_deepseek as DS, optim as OP
     from course_utils.mlp import MLP
     from course_utils.multihead import MultiHeadAttention
 
@@ -177,6 +177,8 @@ def _calls_06_09() -> dict:
         "kv_cache.project_qkv": mha(lambda a: KV.project_qkv(a, t(2, 5, 8))),
         "kv_cache.write_heads": mha(lambda a: KV.write_heads(a, t(2, 2, 5, 4))),
         "training.split_tokens": lambda: TR.split_tokens(ids(100)),
+        "optim.adamw_step": lambda: OP.adamw_step(*({"W": t(3, 4), "b": t(4)} for _ in range(4)), 2, 0.1),
+        "optim.clip_grad_norm": lambda: OP.clip_grad_norm([t(3, 4), t(4)], 1.0),
         "head_scores.delimiter_scores": lambda: HS.delimiter_scores(t(2, 3, 5, 5), mask(2, 5)),
         "gpt_outcomes.probe_windows": lambda: GO.probe_windows(ids(100), 8, n_windows=3, stride=20),
         "decoder.Decoder": module_call("decoder.Decoder", TINY, x=ids(2, 5)),
@@ -309,6 +311,13 @@ NOT_ON_META = {
     "training.evaluate": "returns a Python float (needs data)",
     "training.make_optimizer": "builds an optimizer over its caller's parameters",
     "training.train": "trains a model: needs data",
+    "optim.decays": "reads a tensor's ndim, returns a Python bool",
+    "optim.lr_schedule": "arithmetic on Python numbers",
+    "optim.StepOptimizer": "an optimiser over its caller's parameters (like training.make_optimizer)",
+    "capstone.training_loop": "trains a model: needs data",
+    "capstone.FusedGPT": "wraps gpt.GPT, whose token ids are range-checked with .item()",
+    "capstone.Capstone": "a dataclass of the assembled parts",
+    "capstone.assemble": "builds and seeds a model on the CPU from Python configs (no input tensor to follow)",
     "threads.threads_for_load": "reads the machine's load average",
 }
 

@@ -1,0 +1,149 @@
+"""The capstone: the course recipe trained with the student's own parts wherever their checks passed.
+
+Covers ``training_loop`` (the recipe's loop written out: seeded batches, the schedule, cross-entropy,
+backward, clipping by global norm, an optimiser step; ``training.train`` without evaluation or
+progress bar, the reference of notebook 09's loop exercise) and ``assemble``, which takes the
+student's objects by part (``PARTS``: ``model``, a class built from a ``GPTConfig``; ``adamw_step``,
+``lr_schedule``, ``clip_grad_norm`` and ``training_loop``, functions shaped like ``optim``'s and this
+module's) with their check verdicts, and returns a ``Capstone``: the student's part where its verdict
+passed, the course's where not, ``summary()`` saying which in one line and ``train()`` running the
+loop. The student's model starts from the course model's seeded initialisation (its ``state_dict``
+loaded), so both runs start from the same weights. Leaves out evaluation and plots (``training``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import torch
+from torch import nn
+
+from course_utils.gpt import GPT
+from course_utils.gpt_config import GPTConfig
+from course_utils.optim import StepOptimizer, clip_grad_norm, lr_schedule
+from course_utils.training import TrainConfig, get_batch, make_optimizer, sequence_loss
+from course_utils.validate import positive_int
+
+PARTS = {  # part -> what the summary calls it
+    "model": "model",
+    "adamw_step": "AdamW",
+    "lr_schedule": "schedule",
+    "clip_grad_norm": "clipping",
+    "training_loop": "loop",
+}
+
+
+def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm) -> list[float]:
+    """``n_steps`` steps of the recipe (batches from a generator seeded with ``cfg.seed``); returns each step's loss.
+
+    ``lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps)`` gives the rate, set in every
+    parameter group before the step; ``clip_grad_norm(grads, max_norm)`` returns the clipped gradients.
+    On the course model this replays ``training.train``'s log (``tests/test_capstone.py``).
+    """
+    generator = torch.Generator().manual_seed(cfg.seed)
+    device = next(model.parameters()).device
+    losses = []
+    for step in range(n_steps):
+        lr = lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)  # each (batch, n_ctx)
+        loss = sequence_loss(model(x.to(device)), y.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        params = [p for p in model.parameters() if p.grad is not None]
+        for p, g in zip(params, clip_grad_norm([p.grad for p in params], cfg.grad_clip)):
+            p.grad = g
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+class FusedGPT(nn.Module):
+    """The course ``GPT`` whose plain call runs the fused kernels (``impl="fused"``), as ``training.train`` does."""
+
+    def __init__(self, gpt: GPT):
+        super().__init__()
+        self.gpt, self.cfg = gpt, gpt.cfg
+
+    def forward(self, tokens):
+        return self.gpt(tokens, impl="fused")
+
+
+def _passed(verdict) -> bool:
+    """A verdict (``checks.Verdict``) or a bool: ``True`` only for a passed check."""
+    return verdict is True or getattr(verdict, "passed", False) is True
+
+
+@dataclass
+class Capstone:
+    """What ``assemble`` built: the parts to train with, and whose each is (``yours[part]``)."""
+
+    model: nn.Module
+    optimizer: object
+    lr_schedule: Callable
+    clip_grad_norm: Callable
+    loop: Callable
+    train_cfg: TrainConfig
+    yours: dict
+    why_not: dict
+
+    def summary(self) -> str:
+        """One line: ``'all parts yours: model, AdamW, schedule, clipping, loop'``, or which are the course's, why."""
+        mine = [PARTS[p] for p in PARTS if self.yours[p]]
+        if len(mine) == len(PARTS):
+            return f"all parts yours: {', '.join(mine)}"
+        theirs = "; ".join(f"{PARTS[p]} ({self.why_not[p]})" for p in PARTS if not self.yours[p])
+        return f"yours: {', '.join(mine) or 'none yet'}; the course's: {theirs}"
+
+    def train(self, train_ids, n_steps: int | None = None) -> list[float]:
+        """Run the loop for ``n_steps`` (the whole recipe by default); returns the training losses."""
+        n_steps = self.train_cfg.steps if n_steps is None else positive_int("n_steps", n_steps)
+        return self.loop(self.model, self.optimizer, train_ids, self.train_cfg, n_steps, self.lr_schedule,
+                         self.clip_grad_norm)
+
+
+def _student_model(cls, cfg: GPTConfig, course: GPT) -> tuple[nn.Module | None, str]:
+    """The student's class built from ``cfg`` with the course model's initial weights, or (None, why not)."""
+    try:
+        model = cls(cfg)
+        model.load_state_dict(course.state_dict())
+    except Exception as exc:  # a class that cannot be built or loaded falls back to the course's
+        return None, f"it did not take the course's weights: {type(exc).__name__}"
+    if getattr(model, "cfg", None) is None:
+        model.cfg = cfg  # the loop reads n_ctx from model.cfg
+    return model, ""
+
+
+def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg: TrainConfig | None = None,
+             seed: int | None = None) -> Capstone:
+    """The recipe's parts: ``parts[p]`` where ``verdicts[p]`` passed (a ``Verdict`` or a bool), else the course's.
+
+    ``parts``/``verdicts`` are keyed by ``PARTS``; a missing key counts as not passed. ``seed``
+    (``train_cfg.seed`` by default) initialises the course model, whose weights the student's model loads.
+    """
+    if not isinstance(model_cfg, GPTConfig):
+        raise TypeError(f"model_cfg must be a GPTConfig, got {type(model_cfg).__name__}")
+    train_cfg = TrainConfig() if train_cfg is None else train_cfg
+    if not isinstance(train_cfg, TrainConfig):
+        raise TypeError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
+    yours = {p: _passed(verdicts.get(p)) and callable(parts.get(p)) for p in PARTS}
+    why_not = {p: "" if yours[p] else "its check has not passed" for p in PARTS}
+    course = GPT(model_cfg)
+    course.reset_parameters(torch.Generator().manual_seed(train_cfg.seed if seed is None else seed))
+    model = None
+    if yours["model"]:
+        model, why_not["model"] = _student_model(parts["model"], model_cfg, course)
+        yours["model"] = model is not None
+    if model is None:
+        model = FusedGPT(course)
+    if yours["adamw_step"]:
+        optimizer = StepOptimizer(model, parts["adamw_step"], lr=train_cfg.max_lr, betas=train_cfg.betas,
+                                  weight_decay=train_cfg.weight_decay)
+    else:
+        optimizer = make_optimizer(model, train_cfg)
+    own = {p: parts[p] if yours[p] else fallback for p, fallback in
+           (("lr_schedule", lr_schedule), ("clip_grad_norm", clip_grad_norm), ("training_loop", training_loop))}
+    return Capstone(model, optimizer, own["lr_schedule"], own["clip_grad_norm"], own["training_loop"], train_cfg,
+                    yours, why_not)

@@ -1,0 +1,242 @@
+"""Exercise ``training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm)``: the loop.
+
+Required form (stated in the notebook): batches from ``get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx,
+generator)`` with ONE generator seeded with ``cfg.seed``; each step sets the rate
+``lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)`` in every parameter group, computes the
+mean next-token cross-entropy, zeroes the old gradients, back-propagates, replaces the gradients by
+``clip_grad_norm(grads, cfg.grad_clip)``'s and steps the optimiser; return the list of the steps' losses
+(floats). The check trains a tiny seeded GPT for a few steps with the course's AdamW, schedule and clipping,
+and compares the losses with the course loop's, which replays ``training.train`` (``tests/test_capstone.py``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from course_utils.capstone import training_loop as _training_loop
+from course_utils.checks.bank import Bank
+from course_utils.checks.core import Case, Exercise
+from course_utils.checks.compare import describe_mismatch
+from course_utils.gpt import GPT
+from course_utils.gpt_config import GPTConfig
+from course_utils.optim import clip_grad_norm, lr_schedule
+from course_utils.threads import torch_threads
+from course_utils.training import TrainConfig, get_batch, make_optimizer, sequence_loss
+
+
+def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    """Reference: ``capstone.training_loop``."""
+    return _training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm)
+
+
+def _loop_cases(seed: int) -> list[Case]:
+    gen = torch.Generator().manual_seed(seed)
+    cases = []
+    for label, model_cfg, cfg in (
+        ("a tiny GPT (2 layers, d_model 16), 4 steps of batch 4, warm-up 3, clipping at 0.5",
+         GPTConfig(d_vocab=32, n_ctx=8, d_model=16, n_heads=2, n_layers=2),
+         TrainConfig(steps=20, batch_size=4, warmup_steps=3, max_lr=2e-2, min_lr=2e-3, grad_clip=0.5, seed=seed)),
+        ("1 layer, tied embeddings, 3 steps of batch 3, warm-up 2 of 4 steps, clipping at 0.3",
+         GPTConfig(d_vocab=20, n_ctx=6, d_model=8, n_heads=2, n_layers=1, tie_embeddings=True),
+         TrainConfig(steps=4, batch_size=3, warmup_steps=2, max_lr=3e-2, min_lr=1e-3, grad_clip=0.3, seed=seed + 7)),
+    ):
+        model = GPT(model_cfg)
+        model.reset_parameters(torch.Generator().manual_seed(seed))
+        ids = torch.randint(0, model_cfg.d_vocab, (300,), generator=gen)
+        cases.append(Case(label, (model, None, ids, cfg, 4 if cfg.steps > 4 else 3, lr_schedule, clip_grad_norm)))
+    return cases
+
+
+def _run_loop(impl, case: Case) -> list:
+    """The case leaves the optimiser out (``None``): the course's AdamW over the case's model, made here."""
+    model, _, ids, cfg, n_steps, schedule, clip = case.args
+    with torch_threads(1):  # a tiny model trains fastest on one thread, and the same on every machine
+        return impl(model, make_optimizer(model, cfg), ids, cfg, n_steps, schedule, clip)
+
+
+def _compare_losses(expected, got) -> str | None:
+    """Losses within 2e-5 relative: the accepted loops agree to 1.6e-7 (F.cross_entropy's float32 rounding,
+    amplified over the steps); every mistake differs by 4e-4 or more on the first case (seeds 0-5)."""
+    return describe_mismatch(expected, got, tol=(2e-5, 1e-6))
+
+
+bank = Bank()
+
+
+def _step_parts(model, optimizer, cfg, step, schedule, x, y):
+    """What every mistake shares up to the backward pass: the rate, the loss, backward."""
+    for group in optimizer.param_groups:
+        group["lr"] = schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
+    loss = sequence_loss(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    return loss
+
+
+def _clip(model, cfg, clip):
+    params = [p for p in model.parameters() if p.grad is not None]
+    for p, g in zip(params, clip([p.grad for p in params], cfg.grad_clip)):
+        p.grad = g
+
+
+# -- mistakes ------------------------------------------------------------------------------------
+@bank.mistake(
+    "gradients never zeroed",
+    "backward ADDS to .grad: zero the gradients (optimizer.zero_grad()) every step, before loss.backward()",
+)
+def loop_no_zero_grad(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    gen, losses = torch.Generator().manual_seed(cfg.seed), []
+    for step in range(n_steps):
+        for group in optimizer.param_groups:
+            group["lr"] = lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
+        loss = sequence_loss(model(x), y)
+        loss.backward()
+        _clip(model, cfg, clip_grad_norm)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@bank.mistake(
+    "clipped gradients thrown away",
+    "clip_grad_norm returns the clipped gradients: put them back into each parameter's .grad before the step",
+)
+def loop_clip_discarded(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    gen, losses = torch.Generator().manual_seed(cfg.seed), []
+    for step in range(n_steps):
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
+        loss = _step_parts(model, optimizer, cfg, step, lr_schedule, x, y)
+        clip_grad_norm([p.grad for p in model.parameters()], cfg.grad_clip)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@bank.mistake(
+    "the rate one step ahead",
+    "steps count from 0: step k uses lr_schedule(k, ...), so the first step takes the warm-up's first, smallest rate",
+)
+def loop_rate_ahead(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    gen, losses = torch.Generator().manual_seed(cfg.seed), []
+    for step in range(n_steps):
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
+        loss = _step_parts(model, optimizer, cfg, step + 1, lr_schedule, x, y)
+        _clip(model, cfg, clip_grad_norm)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@bank.mistake(
+    "the schedule never applied",
+    "set the step's rate in every parameter group (group['lr'] = ...) before optimizer.step(); the optimiser "
+    "otherwise keeps the rate it was built with",
+)
+def loop_no_schedule(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    gen, losses = torch.Generator().manual_seed(cfg.seed), []
+    for _ in range(n_steps):
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
+        loss = sequence_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        _clip(model, cfg, clip_grad_norm)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@bank.mistake(
+    "a new generator every step",
+    "make the generator once, before the loop: seeded afresh every step it draws the same batch again and again",
+)
+def loop_same_batch(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    losses = []
+    for step in range(n_steps):
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, torch.Generator().manual_seed(cfg.seed))
+        loss = _step_parts(model, optimizer, cfg, step, lr_schedule, x, y)
+        _clip(model, cfg, clip_grad_norm)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+# -- accepted alternatives -----------------------------------------------------------------------
+@bank.alternative("F.cross_entropy, zero_grad at the end of the step")
+def _loop_functional(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    generator = torch.Generator()
+    generator.manual_seed(cfg.seed)
+    losses = []
+    for step in range(n_steps):
+        inputs, targets = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
+        logits = model(inputs)  # (batch, pos, d_vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        loss.backward()
+        with_grad = [p for p in model.parameters() if p.grad is not None]
+        clipped = clip_grad_norm([p.grad for p in with_grad], cfg.grad_clip)
+        with torch.no_grad():
+            for p, g in zip(with_grad, clipped):
+                p.grad.copy_(g)
+        rate = lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
+        for group in optimizer.param_groups:
+            group["lr"] = rate
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(float(loss.detach()))
+    return losses
+
+
+@bank.alternative("losses kept as tensors, a list at the end")
+def _loop_tensor_losses(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    gen, losses = torch.Generator().manual_seed(cfg.seed), []
+    for step in range(n_steps):
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
+        losses.append(_step_parts(model, optimizer, cfg, step, lr_schedule, x, y).detach())
+        _clip(model, cfg, clip_grad_norm)
+        optimizer.step()
+    return torch.stack(losses).tolist()
+
+
+@bank.alternative("a while loop, gradients set with zip over named parameters")
+def _loop_while(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    gen, losses, step = torch.Generator().manual_seed(cfg.seed), [], 0
+    while step < n_steps:
+        lr = lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
+        optimizer.param_groups[0]["lr"] = lr
+        for group in optimizer.param_groups[1:]:
+            group["lr"] = lr
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
+        optimizer.zero_grad(set_to_none=True)
+        loss = sequence_loss(model(x), y)
+        loss.backward()
+        named = [(n, p) for n, p in model.named_parameters() if p.grad is not None]
+        for (_, p), g in zip(named, clip_grad_norm([p.grad for _, p in named], cfg.grad_clip)):
+            p.grad = g
+        optimizer.step()
+        losses.append(loss.item())
+        step += 1
+    return losses
+
+
+TRAINING_LOOP = Exercise(
+    name="training_loop",
+    reference=training_loop,
+    cases=_loop_cases,
+    run=_run_loop,
+    compare=_compare_losses,
+    mistakes=bank.mistakes,
+    alternatives=bank.alternatives,
+    hints=[
+        "One generator for the whole run, seeded once. Each step: set the rate, draw a batch, compute the loss, "
+        "clear the old gradients, back-propagate, clip, step, and remember the loss as a number.",
+        "The order inside a step matters: zero_grad before backward, clip after backward and before "
+        "optimizer.step(); the rate goes into group['lr'] for every group in optimizer.param_groups.",
+    ],
+)
+EXERCISES = {TRAINING_LOOP.name: TRAINING_LOOP}
+
+
+def check_training_loop(fn):
+    """Check a student's ``training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm)``."""
+    return TRAINING_LOOP.check(fn)

@@ -1,0 +1,140 @@
+"""The capstone (``course_utils.capstone``): the course loop replays ``training.train`` step for step, and
+``assemble`` trains with the student's parts where their checks pass and the course's where not, saying
+which in one line: every part written out (the notebook's solutions) -> "all parts yours", the same run as
+the course's; a wrong AdamW -> the course's AdamW for that part only."""
+
+import pytest
+import torch
+
+from course_utils.capstone import PARTS, FusedGPT, assemble, training_loop
+from course_utils.checks.small_gpt.adamw_step import adamw_l2, check_adamw_step
+from course_utils.checks.small_gpt.clip_grad_norm import check_clip_grad_norm
+from course_utils.checks.small_gpt.lr_schedule import check_lr_schedule
+from course_utils.checks.small_gpt.training_loop import check_training_loop
+from course_utils.gpt import GPT, GPTConfig
+from course_utils.optim import clip_grad_norm, lr_schedule
+from course_utils.training import TrainConfig, get_batch, make_optimizer, sequence_loss, train
+
+TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=2)
+CFG = TrainConfig(steps=30, batch_size=4, warmup_steps=3, max_lr=1e-2, min_lr=1e-3, grad_clip=0.5, seed=3)
+IDS = torch.randint(0, 30, (500,), generator=torch.Generator().manual_seed(0))
+
+# The notebook's solutions to the four training exercises, as a student would write them
+SOLUTIONS = '''
+def adamw_step(params, grads, m, v, step, lr, betas, eps, weight_decay):
+    b1, b2 = betas
+    new_params, new_m, new_v = {}, {}, {}
+    for name, p in params.items():
+        g = grads[name]
+        new_m[name] = b1 * m[name] + (1 - b1) * g
+        new_v[name] = b2 * v[name] + (1 - b2) * g**2
+        m_hat = new_m[name] / (1 - b1**step)
+        v_hat = new_v[name] / (1 - b2**step)
+        if p.ndim >= 2:
+            p = p * (1 - lr * weight_decay)
+        new_params[name] = p - lr * m_hat / (v_hat.sqrt() + eps)
+    return new_params, new_m, new_v
+
+
+def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):
+    if step < warmup_steps:
+        return max_lr * (step + 1) / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def clip_grad_norm(grads, max_norm):
+    norm = sum((g**2).sum() for g in grads).sqrt().item()
+    scale = min(1.0, max_norm / (norm + 1e-6))
+    return [g * scale for g in grads]
+
+
+def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    generator = torch.Generator().manual_seed(cfg.seed)
+    losses = []
+    for step in range(n_steps):
+        lr = lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
+        loss = sequence_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        params = [p for p in model.parameters() if p.grad is not None]
+        clipped = clip_grad_norm([p.grad for p in params], cfg.grad_clip)
+        for p, g in zip(params, clipped):
+            p.grad = g
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+'''
+CHECKS = {"adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
+          "training_loop": check_training_loop}
+
+
+@pytest.fixture(scope="module")
+def student():
+    """The solutions run as a notebook would run them, and their verdicts (every check passes)."""
+    namespace = {"torch": torch, "math": __import__("math"), "get_batch": get_batch, "sequence_loss": sequence_loss}
+    exec(SOLUTIONS, namespace)
+    parts = {name: namespace[name] for name in CHECKS} | {"model": GPT}
+    verdicts = {name: check(parts[name]) for name, check in CHECKS.items()} | {"model": True}
+    return parts, verdicts
+
+
+def _course_run(steps=4):
+    model = GPT(TINY)
+    model.reset_parameters(torch.Generator().manual_seed(CFG.seed))
+    return model, train(model, IDS, IDS, CFG, progress=False, stop_after=steps)["train_loss"]
+
+
+def test_the_course_loop_replays_train():
+    """Same seed, batches, schedule, clipping and AdamW: training.train's losses and weights, to the bit."""
+    reference, losses = _course_run()
+    model = GPT(TINY)
+    model.reset_parameters(torch.Generator().manual_seed(CFG.seed))
+    fused = FusedGPT(model)  # train() runs the fused kernels
+    assert training_loop(fused, make_optimizer(fused, CFG), IDS, CFG, 4, lr_schedule, clip_grad_norm) == losses
+    for a, b in zip(model.parameters(), reference.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_every_part_yours_trains_like_the_course(student):
+    parts, verdicts = student
+    assert all(v.passed for k, v in verdicts.items() if k != "model"), verdicts
+    capstone = assemble(parts, verdicts, TINY, CFG)
+    assert capstone.summary() == "all parts yours: model, AdamW, schedule, clipping, loop"
+    assert isinstance(capstone.model, GPT) and capstone.loop is parts["training_loop"]
+    losses = capstone.train(IDS, 4)
+    # the student's model runs the readable (not fused) forward: float32 rounding apart, the course's run
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(_course_run()[1]), rtol=1e-5, atol=0)
+
+
+def test_a_wrong_adamw_falls_back_for_that_part_only(student):
+    parts, verdicts = student
+    verdict = check_adamw_step(adamw_l2)
+    assert not verdict.passed
+    parts, verdicts = parts | {"adamw_step": adamw_l2}, verdicts | {"adamw_step": verdict}
+    capstone = assemble(parts, verdicts, TINY, CFG)
+    assert capstone.summary() == (
+        "yours: model, schedule, clipping, loop; the course's: AdamW (its check has not passed)")
+    assert {p for p in PARTS if capstone.yours[p]} == set(PARTS) - {"adamw_step"}
+    assert isinstance(capstone.optimizer, torch.optim.AdamW)
+    assert capstone.lr_schedule is parts["lr_schedule"] and capstone.loop is parts["training_loop"]
+    torch.testing.assert_close(torch.tensor(capstone.train(IDS, 3)), torch.tensor(_course_run(3)[1]), rtol=1e-5,
+                               atol=0)
+
+
+def test_nothing_passed_is_the_course_and_a_model_that_cannot_load_falls_back():
+    class Broken(torch.nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.w = torch.nn.Linear(2, 2)
+
+    capstone = assemble({"model": Broken}, {"model": True}, TINY, CFG)
+    assert capstone.summary().startswith("yours: none yet; the course's: model (it did not take the course's weights")
+    assert isinstance(capstone.model, FusedGPT)
+    with pytest.raises(TypeError, match="model_cfg"):
+        assemble({}, {}, "tiny", CFG)
+    with pytest.raises(TypeError, match="train_cfg"):
+        assemble({}, {}, TINY, {"steps": 3})
