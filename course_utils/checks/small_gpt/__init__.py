@@ -3,6 +3,8 @@
 - ``layer_norm``: LayerNorm over the last axis, the variance dividing by d_model;
 - ``block_forward``: a pre-norm block's forward, causal, with both residual additions;
 - ``next_token_loss``: the mean cross-entropy of each position's logits against the next token;
+- ``adamw_step``, ``lr_schedule``, ``clip_grad_norm``, ``training_loop``: the training recipe's parts, against
+  ``torch.optim.AdamW``, ``training.lr_at``, ``clip_grad_norm_`` and ``training.train``'s first steps;
 - ``sample_tokens``: the sampling loop without a cache, drawing with the generator it is given;
 - ``kv_cache_step``: one attention step that appends to the KV cache and attends over all of it.
 
@@ -10,24 +12,49 @@ References come from the library (``layernorm``, ``gpt``, ``training``, ``genera
 in the cases are tiny and seeded (``_cases.tiny_model``).
 """
 
+from course_utils.checks.small_gpt.adamw_step import ADAMW_STEP, check_adamw_step
 from course_utils.checks.small_gpt.block_forward import BLOCK_FORWARD, check_block_forward
+from course_utils.checks.small_gpt.clip_grad_norm import CLIP_GRAD_NORM, check_clip_grad_norm
 from course_utils.checks.small_gpt.kv_cache_step import KV_CACHE_STEP, check_kv_cache_step
 from course_utils.checks.small_gpt.layer_norm import LAYER_NORM, check_layer_norm
+from course_utils.checks.small_gpt.lr_schedule import LR_SCHEDULE, check_lr_schedule
 from course_utils.checks.small_gpt.next_token_loss import NEXT_TOKEN_LOSS, check_next_token_loss
 from course_utils.checks.small_gpt.sample_tokens import SAMPLE_TOKENS, check_sample_tokens
+from course_utils.checks.small_gpt.training_loop import TRAINING_LOOP, check_training_loop
 
-EXERCISES = {ex.name: ex for ex in (LAYER_NORM, BLOCK_FORWARD, NEXT_TOKEN_LOSS, SAMPLE_TOKENS, KV_CACHE_STEP)}
+EXERCISES = {
+    ex.name: ex
+    for ex in (
+        LAYER_NORM,
+        BLOCK_FORWARD,
+        NEXT_TOKEN_LOSS,
+        ADAMW_STEP,
+        LR_SCHEDULE,
+        CLIP_GRAD_NORM,
+        TRAINING_LOOP,
+        SAMPLE_TOKENS,
+        KV_CACHE_STEP,
+    )
+}
 
 __all__ = [
+    "ADAMW_STEP",
     "BLOCK_FORWARD",
+    "CLIP_GRAD_NORM",
     "EXERCISES",
     "KV_CACHE_STEP",
     "LAYER_NORM",
+    "LR_SCHEDULE",
     "NEXT_TOKEN_LOSS",
     "SAMPLE_TOKENS",
+    "TRAINING_LOOP",
+    "check_adamw_step",
     "check_block_forward",
+    "check_clip_grad_norm",
     "check_kv_cache_step",
     "check_layer_norm",
+    "check_lr_schedule",
     "check_next_token_loss",
     "check_sample_tokens",
+    "check_training_loop",
 ]
