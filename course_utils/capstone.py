@@ -71,6 +71,15 @@ class FusedGPT(nn.Module):
         return self.gpt(tokens, impl="fused")
 
 
+NOT_PASSED = "not passed"
+
+
+def _reason(why: str, n: int) -> str:
+    if why != NOT_PASSED:
+        return why
+    return "its check has not passed" if n == 1 else "their checks have not passed"
+
+
 def _passed(verdict) -> bool:
     """A verdict (``checks.Verdict``) or a bool: ``True`` only for a passed check."""
     return verdict is True or getattr(verdict, "passed", False) is True
@@ -94,7 +103,11 @@ class Capstone:
         mine = [PARTS[p] for p in PARTS if self.yours[p]]
         if len(mine) == len(PARTS):
             return f"all parts yours: {', '.join(mine)}"
-        theirs = "; ".join(f"{PARTS[p]} ({self.why_not[p]})" for p in PARTS if not self.yours[p])
+        groups: dict[str, list[str]] = {}  # reason -> parts, in PARTS order
+        for p in PARTS:
+            if not self.yours[p]:
+                groups.setdefault(self.why_not[p], []).append(PARTS[p])
+        theirs = "; ".join(f"{', '.join(names)} ({_reason(why, len(names))})" for why, names in groups.items())
         return f"yours: {', '.join(mine) or 'none yet'}; the course's: {theirs}"
 
     def train(self, train_ids, n_steps: int | None = None) -> list[float]:
@@ -117,11 +130,12 @@ def _student_model(cls, cfg: GPTConfig, course: GPT) -> tuple[nn.Module | None, 
 
 
 def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg: TrainConfig | None = None,
-             seed: int | None = None) -> Capstone:
+             seed: int | None = None, device: torch.device | str = "cpu") -> Capstone:
     """The recipe's parts: ``parts[p]`` where ``verdicts[p]`` passed (a ``Verdict`` or a bool), else the course's.
 
     ``parts``/``verdicts`` are keyed by ``PARTS``; a missing key counts as not passed. ``seed``
-    (``train_cfg.seed`` by default) initialises the course model, whose weights the student's model loads.
+    (``train_cfg.seed`` by default) initialises the course model, whose weights the student's model loads;
+    the model is moved to ``device`` before the optimiser is built over it.
     """
     if not isinstance(model_cfg, GPTConfig):
         raise TypeError(f"model_cfg must be a GPTConfig, got {type(model_cfg).__name__}")
@@ -129,7 +143,7 @@ def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg:
     if not isinstance(train_cfg, TrainConfig):
         raise TypeError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
     yours = {p: _passed(verdicts.get(p)) and callable(parts.get(p)) for p in PARTS}
-    why_not = {p: "" if yours[p] else "its check has not passed" for p in PARTS}
+    why_not = {p: "" if yours[p] else NOT_PASSED for p in PARTS}
     course = GPT(model_cfg)
     course.reset_parameters(torch.Generator().manual_seed(train_cfg.seed if seed is None else seed))
     model = None
@@ -138,6 +152,7 @@ def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg:
         yours["model"] = model is not None
     if model is None:
         model = FusedGPT(course)
+    model = model.to(device)
     if yours["adamw_step"]:
         optimizer = StepOptimizer(model, parts["adamw_step"], lr=train_cfg.max_lr, betas=train_cfg.betas,
                                   weight_decay=train_cfg.weight_decay)

@@ -132,7 +132,8 @@ def test_nothing_passed_is_the_course_and_a_model_that_cannot_load_falls_back():
             self.w = torch.nn.Linear(2, 2)
 
     capstone = assemble({"model": Broken}, {"model": True}, TINY, CFG)
-    assert capstone.summary().startswith("yours: none yet; the course's: model (it did not take the course's weights")
+    assert capstone.summary() == ("yours: none yet; the course's: model (it did not take the course's weights: "
+                                  "RuntimeError); AdamW, schedule, clipping, loop (their checks have not passed)")
     assert isinstance(capstone.model, FusedGPT)
     with pytest.raises(TypeError, match="model_cfg"):
         assemble({}, {}, "tiny", CFG)
