@@ -16,6 +16,8 @@ error as a ``WARNING`` line. CSS classes (WIDGET_CONTRACT.md): ``course-counter`
 from __future__ import annotations
 
 import io
+import math
+from collections.abc import Iterable
 
 import ipywidgets as widgets
 from IPython.display import Image
@@ -40,17 +42,39 @@ STYLES = {  # architecture options the widget offers; d_mlp is a multiple of d_m
         3.5,
     ),
 }
-SLIDERS = {  # field: (min, max, step, start) — the start is GPT-2 small
-    "d_model": (64, 16384, 64, 768),
-    "n_layers": (1, 128, 1, 12),
-    "n_heads": (1, 128, 1, 12),
-    "n_kv_heads": (1, 128, 1, 12),
-    "d_vocab": (256, 262144, 1, 50257),
-    "n_ctx": (128, 131072, 128, 1024),
-    "n_experts": (1, 64, 1, 1),
-    "experts_per_token": (1, 8, 1, 1),
+
+
+def log_stops(low: int, high: int, real: Iterable[int] = ()) -> list[int]:
+    """A slider's stops from ``low`` to ``high``, two per doubling (2^k and 3·2^k), so evenly spaced on a log
+    scale; each of ``real`` (a real model's size) replaces the stop nearest to it on that scale.
+
+    ``log_stops(1, 16)`` -> ``[1, 2, 3, 4, 6, 8, 12, 16]``;
+    ``log_stops(256, 1024, [1000])`` -> ``[256, 384, 512, 768, 1000]``.
+    """
+    if not (isinstance(low, int) and isinstance(high, int)) or low < 1 or high <= low:
+        raise ValueError(f"need integers 1 <= low < high, got low={low!r}, high={high!r}")
+    stops = sorted({m << k for k in range(high.bit_length()) for m in (1, 3) if low <= m << k <= high})
+    for size in real:
+        if not low <= size <= high:
+            raise ValueError(f"real size {size} is outside low..high = {low}..{high}")
+        nearest = min(range(len(stops)), key=lambda i: abs(math.log(stops[i] / size)))
+        if stops[nearest] in real and stops[nearest] != size:
+            raise ValueError(f"real sizes {stops[nearest]} and {size} would share one stop")
+        stops[nearest] = size
+    return stops
+
+
+SLIDERS = {  # field: (stops, start); a range that spans orders of magnitude is log-spaced. The start is GPT-2 small.
+    "d_model": (log_stops(64, 16384), 768),
+    "n_layers": (log_stops(1, 128), 12),
+    "n_heads": (log_stops(1, 128), 12),
+    "n_kv_heads": (log_stops(1, 128), 12),
+    "d_vocab": (log_stops(256, 262144, real=(32000, 50257, 128256)), 50257),  # Llama 2, GPT-2, Llama 3
+    "n_ctx": (log_stops(128, 131072), 1024),
+    "n_experts": (log_stops(1, 64), 1),
+    "experts_per_token": (list(range(1, 9)), 1),  # a short range: every value
 }
-START = {field: start for field, (*_, start) in SLIDERS.items()}  # GPT-2 small, the counter's first picture
+START = {field: start for field, (_, start) in SLIDERS.items()}  # GPT-2 small, the counter's first picture
 
 
 def figure_image(fig) -> Image:
@@ -188,12 +212,10 @@ def plot_counter(state: dict):
 def counter_widget() -> widgets.VBox:
     """The widget: eight integer sliders and an architecture choice -> live breakdown and readout."""
     sliders = {}
-    for field, (low, high, step, start) in SLIDERS.items():
-        slider = widgets.IntSlider(
+    for field, (stops, start) in SLIDERS.items():  # a handle's place is its stop's rank: log-scaled values
+        slider = widgets.SelectionSlider(
+            options=[(f"{v:,}", v) for v in stops],
             value=start,
-            min=low,
-            max=high,
-            step=step,
             description=field,
             continuous_update=False,
             style={"description_width": "120px"},

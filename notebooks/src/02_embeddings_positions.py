@@ -375,13 +375,16 @@ for pos, row in enumerate(table.tolist()):
 # pair turns than the last.
 
 # %%
+from course_utils.viz.style import course_style
+
 big_table = positions.sinusoidal_encoding(128, 512)
 speeds = positions.sinusoid_frequencies(512)            # radians per position, one per pair
 print(f"d_model = 512: {len(speeds)} pairs; the first turns {speeds[0] / speeds[-1]:,.0f} times faster than the last")
-fig, ax = plt.subplots(figsize=(9, 3.5))
-image = ax.imshow(big_table.numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
-ax.set_xlabel("dimension"); ax.set_ylabel("position"); ax.set_title("sinusoidal encoding, d_model = 512")
-fig.colorbar(image, ax=ax)
+with course_style():  # the course's figure style: transparent, grey ink, readable in light and dark themes
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    image = ax.imshow(big_table.numpy(), aspect="auto", cmap="RdBu", vmin=-1, vmax=1)
+    ax.set_xlabel("dimension"); ax.set_ylabel("position"); ax.set_title("sinusoidal encoding, d_model = 512")
+    fig.colorbar(image, ax=ax)
 plt.show()
 
 # %% [markdown]

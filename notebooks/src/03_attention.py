@@ -139,12 +139,14 @@ print(f"cat's weighted value: exact weight {cat_weight:.5f} × {cat_value:.0f} =
 from course_utils import attention  # the reference implementations
 from course_utils.attention import attention_pattern, scaled_dot_product_attention
 from course_utils.viz.attention import plot_pattern
+from course_utils.viz.style import course_style
 
 pattern = attention_pattern(Q, K)
 print("scores (÷√d_k):\n", attention.attention_scores(Q, K).round(decimals=2))
 print("output:\n", scaled_dot_product_attention(Q, K, V).round(decimals=3))
-fig, ax = plt.subplots(figsize=(3.6, 3.2))
-plot_pattern(ax, pattern, tokens, "attention pattern")
+with course_style():  # the course's figure style: transparent, grey ink, readable in light and dark themes
+    fig, ax = plt.subplots(figsize=(3.6, 3.2))
+    plot_pattern(ax, pattern, tokens, "attention pattern")
 plt.show()
 
 

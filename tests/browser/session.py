@@ -57,6 +57,7 @@ NOTEBOOK_OF_TEST = {
     "test_head_viewer_switches_heads_and_queries": MULTIHEAD,
     "test_head_viewer_quick_inputs_leave_a_drawn_figure": MULTIHEAD,
     "test_tokenizer_widget_shows_tiktoken_pieces_and_ids": TOKENISATION,
+    "test_figures_read_in_the_dark_and_the_light_theme": ATTENTION,
 }
 
 
