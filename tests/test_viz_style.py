@@ -21,7 +21,7 @@ from PIL import Image
 
 import course_utils.viz
 from course_utils.viz import mlp_superposition, parameter_counting
-from course_utils.viz.style import COURSE_RC, INK, course_figure
+from course_utils.viz.style import COURSE_RC, INK, course_figure, course_style
 
 MODULES = [
     importlib.import_module(m.name) for m in pkgutil.iter_modules(course_utils.viz.__path__, "course_utils.viz.")
@@ -118,3 +118,16 @@ def test_the_interference_heatmap_has_a_symmetric_colour_bar(toy_W, styled_figur
     assert bar.vmin == pytest.approx(-limit) and bar.vmax == pytest.approx(limit)
     assert all(image.get_clim() == pytest.approx((-limit, limit)) for image in images)
     assert "W_iᵀW_j" in bar.ax.get_ylabel()
+
+
+def test_interactive_mode_switched_on_inside_the_style_stays_on():
+    """In a kernel the first pyplot figure loads the inline backend, which calls ``mpl.interactive(True)``;
+    if the style's rc restore undid that, no later figure of the notebook would be shown."""
+    was = mpl.is_interactive()
+    try:
+        mpl.interactive(False)
+        with course_style():
+            mpl.interactive(True)  # what the backend does when it loads inside the block
+        assert mpl.is_interactive()
+    finally:
+        mpl.interactive(was)

@@ -55,11 +55,16 @@ COURSE_RC = {
 @contextlib.contextmanager
 def course_style():
     """The course's matplotlib settings inside the block (or the decorated function), under the redraw lock."""
-    with redraw_lock(), mpl.rc_context(COURSE_RC):
-        before = set(plt.get_fignums())
-        yield
-        for number in sorted(set(plt.get_fignums()) - before):  # oldest first: the newest stays pyplot's current
-            plt.figure(number).patch.set_visible(False)
+    with redraw_lock():
+        with mpl.rc_context(COURSE_RC):
+            before = set(plt.get_fignums())
+            yield
+            for number in sorted(set(plt.get_fignums()) - before):  # oldest first: the newest stays pyplot's current
+                plt.figure(number).patch.set_visible(False)
+            interactive = mpl.is_interactive()
+        # A kernel's first pyplot figure loads the inline backend, which turns interactive mode on; restoring
+        # the rc settings would turn it off again and the kernel would show no later figure. Keep it.
+        mpl.interactive(interactive)
 
 
 def course_figure(build):
