@@ -33,11 +33,15 @@ def _adamw_cases(seed: int) -> list[Case]:
     params = {k: rand(s) for k, s in SHAPES.items()}
     zeros = {k: torch.zeros(s, dtype=F64) for k, s in SHAPES.items()}
     grads = [{k: rand(s) for k, s in SHAPES.items()} for _ in range(3)]
+    for g in grads:  # tokens 0 and 1 are in no batch (rows of W_E with no gradient), b_Q's gradients are tiny:
+        g["W_E"][:2] = 0.0  # both are where eps decides the step
+        g["blocks.0.attn.b_Q"] *= 1e-9
     later = [{k: 0.1 * rand(s) for k, s in SHAPES.items()} for _ in range(2)]
     m = {k: 0.1 * rand(s) for k, s in SHAPES.items()}
     v = {k: 0.01 * rand(s) ** 2 for k, s in SHAPES.items()}
     return [
-        Case("3 steps from m = v = 0, lr 0.1, 0.05, 0.02, weight decay 0.1",
+        Case("3 steps from m = v = 0, lr 0.1, 0.05, 0.02, weight decay 0.1, two rows of W_E with no gradient, "
+             "b_Q's gradients about 1e-9",
              (params, grads, zeros, zeros, 1, [0.1, 0.05, 0.02], (0.9, 0.95), 1e-8, 0.1)),
         Case("2 steps from step 6 (m and v already warm), lr 0.03, betas (0.8, 0.9), weight decay 0.5",
              ({k: p.clone() for k, p in params.items()}, later, m, v, 6, [0.03, 0.03], (0.8, 0.9), 1e-8, 0.5)),
@@ -109,6 +113,18 @@ def adamw_decay_all(params, grads, m, v, step, lr, betas, eps, weight_decay):
     def update(p, g, m, v):
         u, m, v = _adam(p, g, m, v, step, lr, betas, eps)
         return p * (1 - lr * weight_decay) - u, m, v
+    return _each(params, grads, m, v, update)
+
+
+@bank.mistake(
+    "eps inside the square root",
+    "eps is added after the square root, sqrt(v̂) + eps; it only matters where the gradients are tiny or zero",
+)
+def adamw_eps_inside(params, grads, m, v, step, lr, betas, eps, weight_decay):
+    def update(p, g, m, v):
+        m, v = betas[0] * m + (1 - betas[0]) * g, betas[1] * v + (1 - betas[1]) * g * g
+        u = lr * (m / (1 - betas[0] ** step)) / (v / (1 - betas[1] ** step) + eps).sqrt()
+        return (p * (1 - lr * weight_decay) if p.ndim >= 2 else p) - u, m, v
     return _each(params, grads, m, v, update)
 
 
