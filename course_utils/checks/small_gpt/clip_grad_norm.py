@@ -106,8 +106,8 @@ CLIP_GRAD_NORM = Exercise(
     hints=[
         "Think of all the gradients as one long vector: measure its length once, and if it is too long, shrink the "
         "whole vector (every tensor by the same factor) so its length becomes max_norm.",
-        "norm = sqrt(sum over tensors of (g**2).sum()); the factor is max_norm / (norm + 1e-6), used only when it is "
-        "below 1.",
+        "The norm is the square root of a single total: every tensor's sum of squared entries, added up over the "
+        "tensors. The factor is max_norm divided by the norm plus 1e-6, used only when it is below 1.",
     ],
 )
 EXERCISES = {CLIP_GRAD_NORM.name: CLIP_GRAD_NORM}

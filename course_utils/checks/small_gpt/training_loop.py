@@ -230,8 +230,8 @@ TRAINING_LOOP = Exercise(
     hints=[
         "One generator for the whole run, seeded once. Each step: set the rate, draw a batch, compute the loss, "
         "clear the old gradients, back-propagate, clip, step, and remember the loss as a number.",
-        "The order inside a step matters: zero_grad before backward, clip after backward and before "
-        "optimizer.step(); the rate goes into group['lr'] for every group in optimizer.param_groups.",
+        "The order inside a step matters: clear the gradients before backward, clip after backward and before the "
+        "optimiser's step; the rate goes into group['lr'] for every group in the optimiser's param_groups.",
     ],
 )
 EXERCISES = {TRAINING_LOOP.name: TRAINING_LOOP}
