@@ -111,8 +111,11 @@ class Capstone:
         return f"yours: {', '.join(mine) or 'none yet'}; the course's: {theirs}"
 
     def train(self, train_ids, n_steps: int | None = None) -> list[float]:
-        """Run the loop for ``n_steps`` (the whole recipe by default); returns the training losses."""
+        """Run the loop for ``n_steps`` (the whole recipe by default) on the model's device; returns the losses.
+
+        The token ids go to the model's device first: ``get_batch``'s windows then come out there too."""
         n_steps = self.train_cfg.steps if n_steps is None else positive_int("n_steps", n_steps)
+        train_ids = train_ids.to(next(self.model.parameters()).device)  # so a loop that never moves a batch works
         return self.loop(self.model, self.optimizer, train_ids, self.train_cfg, n_steps, self.lr_schedule,
                          self.clip_grad_norm)
 
