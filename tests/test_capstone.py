@@ -19,37 +19,42 @@ TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=2)
 CFG = TrainConfig(steps=30, batch_size=4, warmup_steps=3, max_lr=1e-2, min_lr=1e-3, grad_clip=0.5, seed=3)
 IDS = torch.randint(0, 30, (500,), generator=torch.Generator().manual_seed(0))
 
-# The notebook's solutions to the four training exercises, as a student would write them
+# The notebook's solutions to the four training exercises (/work/brief/r5_B_cells.py, to be notebook 09's)
 SOLUTIONS = '''
-def adamw_step(params, grads, m, v, step, lr, betas, eps, weight_decay):
-    b1, b2 = betas
+def adamw_step(params: dict, grads: dict, m: dict, v: dict, step: int, lr: float,
+               betas: tuple, eps: float, weight_decay: float) -> tuple[dict, dict, dict]:
+    beta1, beta2 = betas
     new_params, new_m, new_v = {}, {}, {}
     for name, p in params.items():
         g = grads[name]
-        new_m[name] = b1 * m[name] + (1 - b1) * g
-        new_v[name] = b2 * v[name] + (1 - b2) * g**2
-        m_hat = new_m[name] / (1 - b1**step)
-        v_hat = new_v[name] / (1 - b2**step)
+        new_m[name] = beta1 * m[name] + (1 - beta1) * g
+        new_v[name] = beta2 * v[name] + (1 - beta2) * g**2
+        m_hat = new_m[name] / (1 - beta1**step)
+        v_hat = new_v[name] / (1 - beta2**step)
         if p.ndim >= 2:
             p = p * (1 - lr * weight_decay)
         new_params[name] = p - lr * m_hat / (v_hat.sqrt() + eps)
     return new_params, new_m, new_v
 
 
-def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):
+def lr_schedule(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
     if step < warmup_steps:
         return max_lr * (step + 1) / warmup_steps
     progress = (step - warmup_steps) / (total_steps - warmup_steps)
-    return min_lr + 0.5 * (max_lr - min_lr) * (1 + math.cos(math.pi * progress))
+    cosine = 0.5 * (1 + math.cos(math.pi * progress))
+    return min_lr + (max_lr - min_lr) * cosine
 
 
-def clip_grad_norm(grads, max_norm):
-    norm = sum((g**2).sum() for g in grads).sqrt().item()
+def clip_grad_norm(grads: list, max_norm: float) -> list:
+    squares = 0.0
+    for g in grads:
+        squares = squares + (g**2).sum()
+    norm = math.sqrt(float(squares))
     scale = min(1.0, max_norm / (norm + 1e-6))
     return [g * scale for g in grads]
 
 
-def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, lr_schedule, clip_grad_norm) -> list:
     generator = torch.Generator().manual_seed(cfg.seed)
     losses = []
     for step in range(n_steps):
