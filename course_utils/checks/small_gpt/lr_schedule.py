@@ -10,6 +10,7 @@ them with ``training.lr_at``.
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import torch
@@ -25,11 +26,15 @@ def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):
 
 
 def _schedule_cases(seed: int) -> list[Case]:
-    warmup, total = 3 + seed, 24 + 3 * seed
+    warmup, total, top, bottom = 3, 24, 1e-2, 1e-3
+    if seed:  # hidden cases: the short schedule drawn from random.Random(seed), which the grader keys by its secret
+        rng = random.Random(seed)
+        warmup, top = rng.randint(2, 9), rng.choice([3e-3, 6e-3, 1e-2, 3e-2])
+        total, bottom = warmup + rng.randint(12, 30), top / rng.choice([5, 10, 20])
     course_steps = [0, 1, 24, 48, 49, 50, 51, 100, 300, 425, 600, 799]
     return [
-        Case(f"every step of a {total}-step schedule, warm-up {warmup}, from 1e-2 down to 1e-3",
-             (list(range(total)), 1e-2, 1e-3, warmup, total)),
+        Case(f"every step of a {total}-step schedule, warm-up {warmup}, from {top:g} down to {bottom:g}",
+             (list(range(total)), top, bottom, warmup, total)),
         Case("the course's run (800 steps, warm-up 50, 4e-3 to 4e-4) at steps " + ", ".join(map(str, course_steps)),
              (course_steps, 4e-3, 4e-4, 50, 800)),
     ]
