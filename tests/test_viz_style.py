@@ -117,7 +117,7 @@ def test_the_interference_heatmap_has_a_symmetric_colour_bar(toy_W, styled_figur
     limit = float((W.transpose(-1, -2) @ W).abs().max())
     assert bar.vmin == pytest.approx(-limit) and bar.vmax == pytest.approx(limit)
     assert all(image.get_clim() == pytest.approx((-limit, limit)) for image in images)
-    assert "W_iᵀW_j" in bar.ax.get_ylabel()
+    assert bar.ax.get_ylabel() == r"$W_i^\top W_j$"
 
 
 def test_interactive_mode_switched_on_inside_the_style_stays_on():

@@ -87,7 +87,7 @@ def _draw_interference(ax, W: torch.Tensor, title: str, limit: float):
 
 def _interference_colorbar(fig, image, axes) -> None:
     """One colour bar for the WᵀW panels ``axes``: red negative, white 0, blue positive."""
-    fig.colorbar(image, ax=axes, shrink=0.8, label="W_iᵀW_j")
+    fig.colorbar(image, ax=axes, shrink=0.8, label=r"$W_i^\top W_j$")
 
 
 def _draw_features_2d(ax, W: torch.Tensor) -> None:
