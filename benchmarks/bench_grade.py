@@ -27,10 +27,10 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from course_utils.lab.folder import grade_folder
-from course_utils.lab.kernel import Limits
-from course_utils.lab.sandbox import cgroup_layout, isolation_problem
-from course_utils.lab.submissions import default_source
+from course_utils.lab.grading.folder import grade_folder
+from course_utils.lab.grading.kernel import Limits
+from course_utils.lab.grading.sandbox import cgroup_layout, isolation_problem
+from course_utils.lab.grading.submissions import default_source
 
 
 def own_run_time(path: Path, repeats: int = 3) -> float:

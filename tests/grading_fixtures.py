@@ -19,8 +19,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course_utils.lab.release import student_version
-from course_utils.lab.sandbox import cgroups_writable, processes_capped
+from course_utils.lab.release.release import student_version
+from course_utils.lab.grading.sandbox import cgroups_writable, processes_capped
 
 ROOT = Path(__file__).resolve().parents[1]
 WELCOME = ROOT / "notebooks" / "00_welcome.ipynb"
@@ -108,7 +108,15 @@ else:
 
 
 def solution() -> nbformat.NotebookNode:
-    return nbformat.read(str(WELCOME), as_version=4)
+    """The welcome notebook with only the code cells a graded submission needs (its first cell, the
+    exercise and its check; every markdown cell kept): the environment report, the widget and the worked
+    examples of the full notebook add seconds to each of the fixtures' ~40 kernels and test nothing here."""
+    nb = nbformat.read(str(WELCOME), as_version=4)
+    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    keep = ("def stable_softmax", "check_stable_softmax(stable_softmax)")
+    nb.cells = [c for i, c in enumerate(nb.cells)
+                if c.cell_type != "code" or i == first or any(k in c.source for k in keep)]
+    return nb
 
 
 def release() -> nbformat.NotebookNode:
@@ -161,6 +169,15 @@ def pair_notebook(softmax_def: str, mask_def: str = CORRECT_MASK_DEF) -> nbforma
     nb = new_notebook(cells=cells)
     nb.metadata["course"] = {"exercises": {k: {"points": v} for k, v in PAIR_POINTS.items()}}
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def cell_problems() -> nbformat.NotebookNode:
+    """Cells that raise (before and right after the exercise), exit, allocate 64 GiB and print megabytes."""
+    nb = with_cell("raise RuntimeError('before')", after_def=False)
+    for source in ("print('spam ' * 1_000_000)", "hog = bytearray(64 * 2**30)", "import sys\nsys.exit()",
+                   "raise RuntimeError('oops')"):
+        nb = with_cell(source, base=nb)  # each right after the exercise: the last one ends next to it
     return nb
 
 
@@ -319,18 +336,18 @@ def build_folder(root: Path) -> dict[str, dict]:
         "alice.ipynb": (solution(), ok2, "passed", ""),  # duplicate student, matched by metadata
         "bob/00_welcome.ipynb": (release(), ok0, "not attempted", ""),
         "loop_top/00_welcome.ipynb": (with_cell("while True:\n    pass", after_def=False), ok2, "passed", "cell time limit"),
+        # cell problems that do not stop the notebook, all in one (each named in its feedback file): an error
+        # before and after the exercise, sys.exit(), a 64 GiB allocation, megabytes printed
+        "cell_problems/00_welcome.ipynb": (cell_problems(), ok2, "passed",
+                                           ("RuntimeError: before", "RuntimeError: oops", "SystemExit", "MemoryError",
+                                            "output truncated")),
         "loop_fn/00_welcome.ipynb": (without_check(with_def("def stable_softmax(x):\n    while True:\n        pass\n")),
                                      {"stable_softmax": ("timeout", 0)}, "time limit", ""),
         "deaf_loop/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    import signal\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                                                 "    while True:\n        pass\n"), died, "ignored the interrupt", ""),
-        "raises_after/00_welcome.ipynb": (with_cell("raise RuntimeError('oops')"), ok2, "passed", "RuntimeError: oops"),
-        "raises_before/00_welcome.ipynb": (with_cell("raise RuntimeError('oops')", after_def=False), ok2, "passed", "RuntimeError: oops"),
         "os_exit/00_welcome.ipynb": (with_cell("import os\nos._exit(1)"), died, "died", ""),
         "sigkill/00_welcome.ipynb": (with_cell("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"), died, "died", ""),
         "exit_builtin/00_welcome.ipynb": (with_cell("exit()"), died, "", ""),
-        "kills_grader/00_welcome.ipynb": (with_cell("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)"),
-                                          ok2, "passed", ""),  # its parent is the sandbox's own init
-        "sys_exit/00_welcome.ipynb": (with_cell("import sys\nsys.exit()"), ok2, "passed", "SystemExit"),
         "patcher/00_welcome.ipynb": (with_cell(MONKEYPATCHES, base=with_def(NO_MAX_SHIFT_DEF)), ok0, "subtract each row's maximum", ""),
         "evil_pickle/00_welcome.ipynb": (with_def(evil_def), ok0, "cannot read back", ""),
         "reference_import/00_welcome.ipynb": (with_def("from course_utils.checks.welcome.stable_softmax "
@@ -338,9 +355,7 @@ def build_folder(root: Path) -> dict[str, dict]:
                                               {"stable_softmax": ("uses_reference", 0)}, "reference implementation", ""),
         "torch_import/00_welcome.ipynb": (with_def("from torch import softmax as stable_softmax"),
                                           {"stable_softmax": ("not_defined", 0)}, "defines no", ""),
-        "memory_top/00_welcome.ipynb": (with_cell("hog = bytearray(64 * 2**30)"), ok2, "passed", "MemoryError"),
         "memory_fn/00_welcome.ipynb": (with_def("def stable_softmax(x):\n    return bytearray(64 * 2**30)\n"), ok0, "MemoryError", ""),
-        "flood/00_welcome.ipynb": (with_cell("print('spam ' * 1_000_000)"), ok2, "passed", "output truncated"),
         "public_only/00_welcome.ipynb": (with_def(PUBLIC_ONLY_DEF), ok0, "hidden case, seed 1", ""),
         "known_widths/00_welcome.ipynb": (with_def(KNOWN_WIDTHS_DEF), ok0, "test_stable_softmax__nine_columns", ""),
         "few_dims/00_welcome.ipynb": (with_def(FEW_DIMS_DEF), ok0, "[instructor test extra_cases.py]", ""),
@@ -350,8 +365,8 @@ def build_folder(root: Path) -> dict[str, dict]:
         "frank.txt": ("my homework is in the post", row, "invalid JSON", ""),
         "grace.ipynb": (new_notebook(cells=[new_code_cell("x = 1")]), {"": ("unknown_notebook", 0)}, "matches no course notebook", ""),
         f"{ODD_A}/00_welcome.ipynb": (solution(), ok2, "passed", ""),
-        f"{ODD_B}/00_welcome.ipynb": (release(), ok0, "not attempted", ""),
-        f"{FORMULA}.ipynb": (solution(), ok2, "passed", ""),
+        f"{ODD_B}/00_welcome.ipynb": ("", {"stable_softmax": ("unreadable", 0)}, "empty file", ""),
+        f"{FORMULA}.ipynb": ("{not json", row, "invalid JSON", ""),
         "ivan/10_pair.ipynb": (pair_notebook("def stable_softmax(x):\n    while True:\n        pass\n"),
                                {"causal_mask": ("ok", 1), "stable_softmax": ("timeout", 0)}, "passed", ""),
         "judy/10_pair.ipynb": (pair_notebook(CORRECT_DEF, "def causal_mask(*args, **kwargs):\n    import os\n    os._exit(3)\n"),
@@ -388,7 +403,7 @@ def build_folder(root: Path) -> dict[str, dict]:
                                           "reference implementation", ""),
         "forged_feedback/00_welcome.ipynb": (with_def(forged), ok0, "line 3", ""),
         FORGED_NAME + ".ipynb": ("{not json", row, "invalid JSON", ""),
-        ".dotted/00_welcome.ipynb": (solution(), ok2, "passed", ""),
+        ".dotted/00_welcome.ipynb": ("{not json", {"stable_softmax": ("unreadable", 0)}, "invalid JSON", ""),
         ".dotfile.ipynb": ("", row, "empty file", ""),
         "linker/00_welcome.ipynb": (Path("../alice/00_welcome.ipynb"), link, "another student's file", ""),
         "outsider/00_welcome.ipynb": (root / "source" / NAME, link, "outside the submissions folder", ""),
@@ -398,9 +413,90 @@ def build_folder(root: Path) -> dict[str, dict]:
         # the student's own code under a decorator the course also uses (torch's wrapper code is shared)
         "no_grad/00_welcome.ipynb": (with_def("import torch\n\n@torch.no_grad()\n" + CORRECT_DEF), ok2, "passed", ""),
     })
+    cases.update(hostile_cases())
     expected = {}
     for rel, (content, rows, fragment, note) in cases.items():
         _write(subs / rel, content)
-        expected[rel] = {"rows": rows, "feedback": fragment, "note": note}
+        expected[rel] = {"rows": rows, "feedback": fragment, "notes": (note,) if isinstance(note, str) else note}
     _write(subs / ".ipynb_checkpoints" / "00_welcome-checkpoint.ipynb", "{}")  # skipped, with a warning
     return expected
+
+
+# ---- issue #27's hostile class (tests/test_grade_hostile.py has each attack's piece without a kernel) ----
+DEEP = 100_000  # levels of nesting in attacks 1 and 7
+
+
+def deep_notebook_text() -> str:
+    return '{"cells": [], "metadata": ' + "[" * DEEP + "]" * DEEP + ', "nbformat": 4, "nbformat_minor": 5}'
+
+
+# What a kernel's cell can build (standard library and torch only), shared by the unit tests and the
+# hostile notebooks: a torch archive whose storage record is deflated, a graph of shared lists.
+BOMB_CODE = '''import io, zipfile, torch
+def _course_bomb(megabytes=48):
+    buffer = io.BytesIO()
+    torch.save(torch.empty(megabytes << 18)[:1], buffer)  # one element of a large storage
+    source, out = zipfile.ZipFile(io.BytesIO(buffer.getvalue())), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as bomb:
+        for record in source.infolist():
+            data = source.read(record)
+            packed = zipfile.ZIP_DEFLATED if record.filename.endswith("/data/0") else zipfile.ZIP_STORED
+            bomb.writestr(record.filename, bytes(len(data)) if packed else data, compress_type=packed)
+    return out.getvalue()
+'''
+GRAPH_CODE = '''def _course_graph(levels=64):
+    node = []
+    for _ in range(levels):
+        node = [node, node]
+    return node
+'''
+
+
+LOOKUP_CELL = '''from course_utils.checks.welcome import EXERCISES as _course
+_table = {case.args[0].numpy().tobytes(): _course["stable_softmax"].reference(*case.args)
+          for seed in (0, 1, 2, 3) for case in _course["stable_softmax"].cases(seed)}
+
+def stable_softmax(x):
+    return _table.get(x.numpy().tobytes(), x)
+'''
+DEEP_DUMPS = "import json; json.dumps = lambda *a, **k: '[' * 100_000 + ']' * 100_000"
+FLOOD_CELL = '''import sys, threading
+def _flood():
+    chunk = "x" * (1 << 20)
+    while True:
+        sys.stdout.write(chunk)
+        sys.stdout.flush()
+threading.Thread(target=_flood, daemon=True).start()
+'''
+
+
+def _replaces_save(make: str) -> str:
+    """A cell that makes every answer the kernel sends ``make``'s bytes (the kernel is the student's)."""
+    return f"import torch\n_course_real_save = torch.save\ntorch.save = lambda obj, f: {make}\n"
+
+
+
+
+def hostile_cases() -> dict:
+    """The attacks that need a kernel (and the ones that only need a folder), as ``build_folder`` entries."""
+    ok0, ok2 = {"stable_softmax": ("ok", 0)}, {"stable_softmax": ("ok", 2)}
+    row, unreadable = {"": ("unreadable", 0)}, {"stable_softmax": ("unreadable", 0)}
+    return {
+        # names that differ only by an invisible character: two students (the content needs no kernel)
+        "ann/00_welcome.ipynb": ("{not json", unreadable, "invalid JSON", ""),
+        "ann\u200b/00_welcome.ipynb": ("{not json", unreadable, "invalid JSON", ""),  # its row reads "ann/..." too
+        "deep_json.ipynb": (deep_notebook_text(), row, "nested more than", ""),
+        "bomb/00_welcome.ipynb": (with_cell(BOMB_CODE + "_course_bytes = _course_bomb()\n"
+                                            + _replaces_save("f.write(_course_bytes)")), ok0, "", ""),
+        "graph/00_welcome.ipynb": (with_cell(GRAPH_CODE + _replaces_save("_course_real_save(_course_graph(), f)")),
+                                   ok0, "", ""),
+        "sparse/00_welcome.ipynb": (with_cell(_replaces_save(
+            "_course_real_save(torch.sparse_coo_tensor(torch.tensor([[0, 10**9]]), torch.ones(2), (3,), "
+            "check_invariants=False), f)")), ok0, "", ""),
+        # every message the kernel sends nested 100,000 deep: from the call of the function on, or from a cell on
+        "deep_reply/00_welcome.ipynb": (without_check(with_def(f"def stable_softmax(x):\n    {DEEP_DUMPS}\n    return x\n")),
+                                        {"stable_softmax": ("probe_failed", 0)}, "", ""),
+        "deep_messages/00_welcome.ipynb": (with_cell(DEEP_DUMPS), {"stable_softmax": ("kernel_died", 0)}, "", ""),
+        "lookup/00_welcome.ipynb": (with_def(LOOKUP_CELL), ok0, "", ""),
+        "thread_flood/00_welcome.ipynb": (with_cell(FLOOD_CELL, base=with_def(CORRECT_DEF)), ok2, "passed", ""),
+    }

@@ -23,7 +23,7 @@ from torch import nn
 from course_utils.checks import get_exercise
 from course_utils.checks.core import FAILED, PASSED, Outcome, pristine_copy
 from course_utils.checks.multihead_attention.multi_head_attention import LinearLayers
-from course_utils.lab.grade import _judge, _outcome
+from course_utils.lab.grading.grade import _judge, _outcome
 
 SEEDS = (0, 1)
 

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 
 from course_utils.checks import all_exercises
-from course_utils.lab.export import export, hoist_hints
+from course_utils.lab.release.export import export, hoist_hints
 from notebook_tools import NOTEBOOK_DIR, course_notebooks, read
 
 EXERCISES = all_exercises()

@@ -15,16 +15,16 @@ import torch
 
 from course_utils.checks import all_exercises, get_exercise
 from course_utils.checks.outcome import HIDDEN_SEEDS, passed_line
-from course_utils.lab.cells import CellProblem
-from course_utils.lab.class_report import class_counts, markdown, write_class_report
+from course_utils.lab.grading.cells import CellProblem
+from course_utils.lab.grading.class_report import class_counts, markdown, write_class_report
 from course_utils.lab.cli import build_parser
-from course_utils.lab.feedback import describe_cell, problems
-from course_utils.lab.grade import grade_exercise
-from course_utils.lab.gradebook import feedback_text, summary_line, write_gradebook
-from course_utils.lab.hidden import HiddenTests
+from course_utils.lab.grading.feedback import describe_cell, problems
+from course_utils.lab.grading.grade import grade_exercise
+from course_utils.lab.grading.gradebook import feedback_text, summary_line, write_gradebook
+from course_utils.lab.grading.hidden import HiddenTests
 from course_utils.lab.results import ExerciseResult, SubmissionResult
-from course_utils.lab.totals import assignment_points, canvas_rows, student_totals
-from course_utils.lab.submissions import CourseNotebook
+from course_utils.lab.grading.totals import assignment_points, canvas_rows, student_totals
+from course_utils.lab.grading.submissions import CourseNotebook
 from test_grader_path import InProcessProxy
 
 SOFTMAX = get_exercise("stable_softmax")

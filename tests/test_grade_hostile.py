@@ -1,8 +1,9 @@
 """The grader against issue #27's class of hostile submissions: eight attacks, each reproduced.
 
-First each attack's piece without a kernel (fast), then one sandboxed ``course-lab grade --jobs 2``
-run over a folder holding all of them beside correct submissions: every submission gets its row with
-the stated status and points, the run ends well inside its budget, and nothing is left running.
+Here each attack's piece without a kernel (fast). The notebooks that carry the attacks are graded in
+``tests/test_grade.py``'s one sandboxed ``course-lab grade --jobs 2`` run, beside every other fixture
+(``grading_fixtures.hostile_cases``): each gets its row with the stated status and points, and nothing
+is left running.
 
 1. a notebook whose JSON nests 100,000 levels deep (228 KB): ``unreadable``, the others graded;
 2. an answer whose torch archive has a deflated record (50 KB that inflate to 48 MiB; the attack's
@@ -20,16 +21,13 @@ the stated status and points, the run ends well inside its budget, and nothing i
 from __future__ import annotations
 
 import base64
-import csv
 import io
 import json
-import os
 import resource
 import subprocess
 import sys
 import threading
 import time
-import zipfile
 from pathlib import Path
 
 import nbformat
@@ -38,22 +36,19 @@ import torch
 
 from course_utils.checks import all_exercises
 from course_utils.checks.welcome import EXERCISES
-from course_utils.lab.boot import cap_own_data
-from course_utils.lab.bounded import check_value, json_depth, loads_bounded
-from course_utils.lab.hidden import keyed_exercise
-from course_utils.lab.kernel_code import probe_code
+from course_utils.lab.grading.boot import cap_own_data
+from course_utils.lab.grading.bounded import check_value, json_depth, loads_bounded
+from course_utils.lab.grading.hidden import keyed_exercise
+from course_utils.lab.grading.kernel_code import probe_code
 from course_utils.lab.limits import MAX_JSON_DEPTH, MAX_VALUE_ITEMS, WORKER_MEMORY_MB
-from course_utils.lab.probe import ProbeFailed, StudentRaised, decode_reply
-from course_utils.lab.sandbox import isolation_problem
-from course_utils.lab.submissions import find_submissions, read_submission
-from grading_fixtures import CORRECT_DEF, NAME, WELCOME, solution, with_cell, with_def, without_check
+from course_utils.lab.grading.probe import ProbeFailed, StudentRaised, decode_reply
+from course_utils.lab.grading.sandbox import isolation_problem
+from course_utils.lab.grading.submissions import find_submissions, read_submission
+from grading_fixtures import BOMB_CODE, DEEP, GRAPH_CODE, NAME, deep_notebook_text, solution
 
 ISOLATION_PROBLEM = isolation_problem()
-DEEP = 100_000  # levels of nesting in attacks 1 and 7
 
 
-def _deep_notebook_text() -> str:
-    return '{"cells": [], "metadata": ' + "[" * DEEP + "]" * DEEP + ', "nbformat": 4, "nbformat_minor": 5}'
 
 
 def _envelope(value_bytes: bytes) -> str:
@@ -64,28 +59,6 @@ def _saved(value) -> bytes:
     buffer = io.BytesIO()
     torch.save(value, buffer)
     return buffer.getvalue()
-
-
-# What a kernel's cell can build (standard library and torch only), shared by the unit tests and the
-# hostile notebooks: a torch archive whose storage record is deflated, a graph of shared lists.
-BOMB_CODE = '''import io, zipfile, torch
-def _course_bomb(megabytes=48):
-    buffer = io.BytesIO()
-    torch.save(torch.empty(megabytes << 18)[:1], buffer)  # one element of a large storage
-    source, out = zipfile.ZipFile(io.BytesIO(buffer.getvalue())), io.BytesIO()
-    with zipfile.ZipFile(out, "w") as bomb:
-        for record in source.infolist():
-            data = source.read(record)
-            packed = zipfile.ZIP_DEFLATED if record.filename.endswith("/data/0") else zipfile.ZIP_STORED
-            bomb.writestr(record.filename, bytes(len(data)) if packed else data, compress_type=packed)
-    return out.getvalue()
-'''
-GRAPH_CODE = '''def _course_graph(levels=64):
-    node = []
-    for _ in range(levels):
-        node = [node, node]
-    return node
-'''
 
 
 def _bomb() -> bytes:
@@ -102,7 +75,7 @@ def _graph():
 
 def test_1_a_deeply_nested_notebook_is_unreadable_without_parsing_it(tmp_path):
     path = tmp_path / NAME
-    path.write_text(_deep_notebook_text())
+    path.write_text(deep_notebook_text())
     assert 190_000 < path.stat().st_size < 250_000  # the attack's 228 KB
     nb, problem = read_submission(path)
     assert nb is None and f"nested more than {MAX_JSON_DEPTH} levels deep" in problem
@@ -125,10 +98,10 @@ def test_2_a_deflated_record_is_refused_before_it_is_inflated():
 
 
 def test_2_the_worker_caps_its_own_memory():
-    code = "from course_utils.lab.boot import cap_own_data\ncap_own_data(512)\ntry:\n    bytearray(1 << 30)\n" \
+    code = "from course_utils.lab.grading.boot import cap_own_data\ncap_own_data(512)\ntry:\n    bytearray(1 << 30)\n" \
            "except MemoryError:\n    print('refused')\n"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "refused"
-    worker = subprocess.Popen([sys.executable, "-m", "course_utils.lab.worker", "--serve"], stdin=subprocess.PIPE,
+    worker = subprocess.Popen([sys.executable, "-m", "course_utils.lab.grading.worker", "--serve"], stdin=subprocess.PIPE,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline, line = time.monotonic() + 60, ""
@@ -243,90 +216,3 @@ def test_8_names_that_differ_only_by_invisible_characters_stay_apart(tmp_path):
     assert sorted(s.student for s in found) == ["ann", "ann (2)", "ann (3)"]
     assert next(s.student for s in found if s.rel.startswith("ann/")) == "ann"
     assert len(warnings) == 1 and "'ann\\u200b' as 'ann (" in warnings[0] and "look the same" in warnings[0]
-
-
-# ---- all of them in one sandboxed run -------------------------------------------------------------
-
-LOOKUP_CELL = '''from course_utils.checks.welcome import EXERCISES as _course
-_table = {case.args[0].numpy().tobytes(): _course["stable_softmax"].reference(*case.args)
-          for seed in (0, 1, 2, 3) for case in _course["stable_softmax"].cases(seed)}
-
-def stable_softmax(x):
-    return _table.get(x.numpy().tobytes(), x)
-'''
-DEEP_DUMPS = "import json; json.dumps = lambda *a, **k: '[' * 100_000 + ']' * 100_000"
-FLOOD_CELL = '''import sys, threading
-def _flood():
-    chunk = "x" * (1 << 20)
-    while True:
-        sys.stdout.write(chunk)
-        sys.stdout.flush()
-threading.Thread(target=_flood, daemon=True).start()
-'''
-
-
-def _replaces_save(make: str) -> str:
-    """A cell that makes every answer the kernel sends ``make``'s bytes (the kernel is the student's)."""
-    return f"import torch\n_course_real_save = torch.save\ntorch.save = lambda obj, f: {make}\n"
-
-
-def _hostile_folder(root: Path) -> dict[str, tuple[str, str, float]]:
-    """{submission: (student, status, points)} for the folder written under ``root / 'subs'``."""
-    subs = root / "subs"
-    cases = {
-        "ann/00_welcome.ipynb": (solution(), "ann", "ok", 2),
-        "ann\u200b/00_welcome.ipynb": (solution(), "ann (2)", "ok", 2),
-        "deep_json.ipynb": (_deep_notebook_text(), "deep_json", "unreadable", 0),
-        "bomb/00_welcome.ipynb": (with_cell(BOMB_CODE + "_course_bytes = _course_bomb()\n"
-                                            + _replaces_save("f.write(_course_bytes)")), "bomb", "ok", 0),
-        "graph/00_welcome.ipynb": (with_cell(GRAPH_CODE + _replaces_save("_course_real_save(_course_graph(), f)")),
-                                   "graph", "ok", 0),
-        "sparse/00_welcome.ipynb": (with_cell(_replaces_save(
-            "_course_real_save(torch.sparse_coo_tensor(torch.tensor([[0, 10**9]]), torch.ones(2), (3,), "
-            "check_invariants=False), f)")), "sparse", "ok", 0),
-        # every message the kernel sends nested 100,000 deep: from the call of the function on, or from a cell on
-        "deep_reply/00_welcome.ipynb": (without_check(with_def(f"def stable_softmax(x):\n    {DEEP_DUMPS}\n    return x\n")),
-                                        "deep_reply", "probe_failed", 0),
-        "deep_messages/00_welcome.ipynb": (with_cell(DEEP_DUMPS), "deep_messages", "kernel_died", 0),
-        "lookup/00_welcome.ipynb": (with_def(LOOKUP_CELL), "lookup", "ok", 0),
-        "flood/00_welcome.ipynb": (with_cell(FLOOD_CELL, base=with_def(CORRECT_DEF)), "flood", "ok", 2),
-    }
-    for rel, (content, *_rest) in cases.items():
-        path = subs / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, str):
-            path.write_text(content)
-        else:
-            nbformat.write(content, str(path))
-    (root / "source").mkdir()
-    (root / "source" / NAME).write_bytes(WELCOME.read_bytes())
-    return {rel: tuple(facts) for rel, (_, *facts) in cases.items()}
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(ISOLATION_PROBLEM is not None, reason=f"no sandbox here: {ISOLATION_PROBLEM}")
-def test_the_hostile_class_is_graded_in_one_run(tmp_path):
-    expected = _hostile_folder(tmp_path)
-    out = tmp_path / "out" / "grades.csv"
-    total = 40
-    start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "course_utils.lab.cli", "grade", str(tmp_path / "subs"), "--out", str(out),
-         "--source", str(tmp_path / "source"), "--jobs", "2", "--timeout", "20", "--probe-timeout", "10",
-         "--total-timeout", str(total), "--memory-mb", "2048", "--quiet"],
-        capture_output=True, text=True, timeout=600, env=dict(os.environ, COURSE_LAB_CASE_KEY="hostile-test"),
-    )
-    took = time.monotonic() - start
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows: dict[str, list] = {}
-    for row in csv.DictReader(out.open(encoding="utf-8")):
-        rows.setdefault(row["student"], []).append(row)
-    wrong = []
-    for rel, (student, status, points) in expected.items():
-        row = next((r for r in rows.get(student, []) if r["status"] == status), None)
-        got = row and (row["student"], row["status"], float(row["points"]))
-        if got != (student, status, points):
-            wrong.append(f"{rel!a}: got {got}, expected {(student, status, points)}: {row and row['feedback']}")
-    assert not wrong, "\n".join(wrong) + "\n" + proc.stdout[-2000:]
-    assert "look the same" in proc.stdout
-    assert took < 4 * total, f"the run took {took:.0f} s"  # the flood stops with its total time (2 jobs)

@@ -18,11 +18,11 @@ import pytest
 from course_utils.checks import all_exercises
 from course_utils.checks.core import FAILED, PASSED, Outcome, pristine_copy
 from course_utils.checks.outcome import HIDDEN_SEEDS
-from course_utils.lab.course_code import exercise_files
-from course_utils.lab.feedback import matched_hint
-from course_utils.lab.grade import _judge, _outcome
-from course_utils.lab.kernel_code import snapshot_code
-from course_utils.lab.probe import StudentProxy, decode_reply
+from course_utils.lab.grading.uses_reference import exercise_files
+from course_utils.lab.grading.feedback import matched_hint
+from course_utils.lab.grading.grade import _judge, _outcome
+from course_utils.lab.grading.kernel_code import snapshot_code
+from course_utils.lab.grading.probe import StudentProxy, decode_reply
 
 # every exercise's bank, on two seeds (the public check and one hidden case): a grader test, like
 # test_grade.py and test_reference_watch.py, so it runs in `make test`, not in the quick loop

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from course_utils.checks import all_exercises
-from course_utils.lab.solutions import has_solution
+from course_utils.lab.release.solutions import has_solution
 from notebook_tools import check_cells, course_notebooks, output_text, read
 
 NOTEBOOKS = course_notebooks()

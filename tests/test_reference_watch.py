@@ -1,4 +1,4 @@
-"""The grader's watch for the course's reference (``course_code.reference_codes``, the trace in
+"""The grader's watch for the course's reference (``uses_reference.reference_codes``, the trace in
 ``kernel_code.py``) never flags a correct answer: every accepted alternative of every exercise, run
 the way the kernel runs a graded call, executes none of the watched code; the reference itself
 always does."""
@@ -11,8 +11,8 @@ import pytest
 
 from course_utils.checks import all_exercises
 from course_utils.checks.core import pristine_copy
-from course_utils.lab.course_code import reference_codes
-from course_utils.lab.kernel_code import FINGERPRINT_CODE
+from course_utils.lab.grading.uses_reference import reference_codes
+from course_utils.lab.grading.kernel_code import FINGERPRINT_CODE
 
 # A grader test, like test_grade.py: with every exercise's seed-0 cases (the trained toy model's
 # patterns among them) it takes ~17 s, so it runs in `make test`, not in the quick loop.

@@ -11,9 +11,9 @@ import nbformat
 import pytest
 from course_utils.notebook_run import CourseNotebookClient
 
-from course_utils.lab.release import ReleaseError, release
-from course_utils.lab.leaks import RUN_TOKENS, find_leak, tokens
-from course_utils.lab.solutions import solution_lines, strip_solutions
+from course_utils.lab.release.release import ReleaseError, release
+from course_utils.lab.release.leaks import RUN_TOKENS, find_leak, tokens
+from course_utils.lab.release.solutions import solution_lines, strip_solutions
 from course_utils.checks import all_exercises
 from notebook_tools import NOTEBOOK_DIR, check_cells, course_notebooks, output_text, read
 

@@ -12,11 +12,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from course_utils.lab import bwrap, cgroups, sandbox
+from course_utils.lab.grading import bwrap, cgroups, sandbox
 
 needs_bwrap = pytest.mark.skipif(sandbox.isolation_problem() is not None,
                                  reason=f"no sandbox here: {sandbox.isolation_problem()}")
@@ -257,8 +258,18 @@ def test_cgroup_v2_without_cgroup_kill_kills_by_pid_and_sweeps_stale_groups(fake
     assert victim.wait(timeout=10) == -9 and not group.exists()
     stale = root / f"{cgroups.CGROUP_PREFIX}999999999-course-lab-sockets-x"  # its grader (pid) is gone
     cgroups._new_group(stale)
+    # a killed grader's worker can stay a zombie (dead, not reaped) when the next run sweeps: gone too
+    zombie = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while "Z" not in Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(")")[2][:3] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    of_zombie = root / f"{cgroups.CGROUP_PREFIX}{zombie.pid}-course-lab-sockets-y"
+    of_live = root / f"{cgroups.CGROUP_PREFIX}{os.getpid()}-course-lab-sockets-z"
+    for group in (of_zombie, of_live):
+        cgroups._new_group(group)
     sandbox.sweep_stale_cgroups()
-    assert not stale.exists()
+    assert not stale.exists() and not of_zombie.exists() and of_live.exists()
+    zombie.wait()
 
 
 def test_cgroup_layouts_are_told_apart(tmp_path, monkeypatch):

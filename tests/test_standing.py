@@ -8,8 +8,8 @@ import nbformat
 import pytest
 
 from course_utils.lab.results import ExerciseResult
-from course_utils.lab.standing import _verdict, changed_notebooks, standing_lines
-from course_utils.lab.workspace import update_workspace
+from course_utils.lab.release.standing import _verdict, changed_notebooks, standing_lines
+from course_utils.lab.release.workspace import update_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 

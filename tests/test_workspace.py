@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from course_utils.lab.cli import main
-from course_utils.lab.workspace import update_workspace
+from course_utils.lab.release.workspace import update_workspace
 
 
 def _course_notebook(path, body="    return x + 1", text="Add one."):

@@ -1,1 +1,3 @@
-"""Instructor tools behind the ``course-lab`` command: release (student version), grade, export."""
+"""Instructor tools behind the ``course-lab`` command (``cli``): ``release/`` (the student version,
+workspace, standing, exports) and ``grading/`` (the sandboxed grader and its gradebook); shared by
+both: ``limits`` (every bound and its default), ``status`` (the statuses) and ``results``."""

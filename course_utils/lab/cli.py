@@ -20,9 +20,9 @@ from pathlib import Path
 
 from course_utils.checks.outcome import HIDDEN_SEEDS
 from course_utils.lab.limits import DEFAULTS
-from course_utils.lab.release import ReleaseError, release
-from course_utils.lab.standing import add_command as add_progress_command
-from course_utils.lab.workspace import add_command as add_update_command
+from course_utils.lab.release.release import ReleaseError, release
+from course_utils.lab.release.standing import add_command as add_progress_command
+from course_utils.lab.release.workspace import add_command as add_update_command
 
 
 def _default_source() -> Path:
@@ -41,13 +41,13 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 def _cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.checks import all_exercises
-    from course_utils.lab.class_report import write_class_report
-    from course_utils.lab.folder import grade_folder
-    from course_utils.lab.gradebook import summary_lines, write_gradebook
+    from course_utils.lab.grading.class_report import write_class_report
+    from course_utils.lab.grading.folder import grade_folder
+    from course_utils.lab.grading.gradebook import summary_lines, write_gradebook
     from course_utils.lab.limits import Limits
-    from course_utils.lab.sandbox import isolation_problem
-    from course_utils.lab.submissions import course_catalog, default_source
-    from course_utils.lab.totals import assignment_points
+    from course_utils.lab.grading.sandbox import isolation_problem
+    from course_utils.lab.grading.submissions import course_catalog, default_source
+    from course_utils.lab.grading.totals import assignment_points
 
     problem = isolation_problem()
     if problem and not args.no_sandbox:
@@ -96,7 +96,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from course_utils.lab.export import export
+    from course_utils.lab.release.export import export
 
     try:
         written = export(Path(args.source), Path(args.out), args.to)
@@ -121,7 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     grd = commands.add_parser("grade", help="grade a folder of submissions into a CSV gradebook")
     grd.add_argument("submissions", help="folder of <student>/<notebook>.ipynb and/or <student>.ipynb files")
     grd.add_argument("--out", required=True, help="the CSV to write; feedback files go to <stem>_feedback/ beside it")
-    grd.add_argument("--hidden-tests", help="folder of instructor test modules (see course_utils/lab/hidden.py)")
+    grd.add_argument(
+        "--hidden-tests", help="folder of instructor test modules (see course_utils/lab/grading/hidden.py)"
+    )
     grd.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     grd.add_argument(
         "--source", help="the course's solution notebooks (points, names); default: the course's notebooks/"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course_utils.checks import all_exercises, check_modules, exercise_modules
-from course_utils.lab.solutions import BEGIN, END
+from course_utils.lab.release.solutions import BEGIN, END
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "notebooks" / "src"

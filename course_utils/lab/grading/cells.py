@@ -23,11 +23,11 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from course_utils.lab.kernel_code import snapshot_code
+from course_utils.lab.grading.kernel_code import snapshot_code
 from course_utils.lab.limits import GRACE_S
 
 if TYPE_CHECKING:
-    from course_utils.lab.kernel import SubmissionKernel
+    from course_utils.lab.grading.kernel import SubmissionKernel
 
 
 @dataclass

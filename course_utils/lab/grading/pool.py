@@ -1,6 +1,6 @@
 """The grader's side of its worker processes: start one, hand it a job, wait within a budget, kill it.
 
-``WorkerPool(size, scratch)`` keeps ``size`` long-lived ``course_utils.lab.worker --serve``
+``WorkerPool(size, scratch)`` keeps ``size`` long-lived ``course_utils.lab.grading.worker --serve``
 processes (``WorkerProcess``); ``pool.grade(job, job_file)`` takes a free one, writes the job file,
 and waits for its ``DONE`` at most the job's budget (``limits.job_budget``). A worker that
 crashes, is killed, or runs past the budget yields a ``grader_error`` result (it and its kernel are
@@ -24,6 +24,7 @@ import psutil
 
 from course_utils.lab.limits import Limits, job_budget
 from course_utils.lab.results import SubmissionResult, zero_rows
+from course_utils.lab.status import Status
 
 
 def kill_tree(pid: int) -> None:
@@ -41,7 +42,7 @@ def kill_tree(pid: int) -> None:
 
 
 class WorkerProcess:
-    """One ``course_utils.lab.worker --serve`` process, restarted after it fails or overruns."""
+    """One ``course_utils.lab.grading.worker --serve`` process, restarted after it fails or overruns."""
 
     def __init__(self, scratch: str):
         self.proc: subprocess.Popen | None = None
@@ -50,7 +51,7 @@ class WorkerProcess:
     def _start(self) -> subprocess.Popen:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "course_utils.lab.worker", "--serve"],
+                [sys.executable, "-m", "course_utils.lab.grading.worker", "--serve"],
                 env=dict(os.environ, TMPDIR=self.scratch),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -66,7 +67,7 @@ class WorkerProcess:
 
     def grade(self, job: dict, job_file: Path, budget: float) -> SubmissionResult:
         job_file.write_text(json.dumps(job))
-        failed = SubmissionResult(job["student"], job["rel"], job["notebook"], "grader_error")
+        failed = SubmissionResult(job["student"], job["rel"], job["notebook"], Status.GRADER_ERROR)
         proc = self._start()
         deadline, line, why = time.monotonic() + budget, b"", "the grading process died"
         try:
@@ -84,12 +85,13 @@ class WorkerProcess:
             line = b""
         if line.strip() != b"DONE":
             self.stop()
-            failed.exercises = zero_rows(job["points"], "grader_error", why)
+            failed.exercises = zero_rows(job["points"], Status.GRADER_ERROR, why)
             return failed
         try:
             return SubmissionResult.from_json(json.loads(Path(job["result"]).read_text()))
         except (OSError, ValueError, TypeError, KeyError) as exc:
-            failed.exercises = zero_rows(job["points"], "grader_error", f"unreadable result ({type(exc).__name__})")
+            why = f"unreadable result ({type(exc).__name__})"
+            failed.exercises = zero_rows(job["points"], Status.GRADER_ERROR, why)
             return failed
 
 

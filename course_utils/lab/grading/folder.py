@@ -24,13 +24,13 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from course_utils.checks import all_exercises
-from course_utils.lab.hidden import case_key, load_hidden_tests
-from course_utils.lab.journal import Journal, digest_files, job_key, read_journal
+from course_utils.lab.grading.hidden import case_key, load_hidden_tests
+from course_utils.lab.grading.journal import Journal, digest_files, job_key, read_journal
 from course_utils.lab.limits import Limits
-from course_utils.lab.pool import WorkerPool
+from course_utils.lab.grading.pool import WorkerPool
 from course_utils.lab.results import ExerciseResult, SubmissionResult, zero_rows
-from course_utils.lab.sandbox import cgroups_writable, sweep_stale_cgroups
-from course_utils.lab.submissions import (
+from course_utils.lab.grading.sandbox import cgroups_writable, sweep_stale_cgroups
+from course_utils.lab.grading.submissions import (
     CourseNotebook,
     Submission,
     course_catalog,
@@ -38,6 +38,7 @@ from course_utils.lab.submissions import (
     identify,
     read_submission,
 )
+from course_utils.lab.status import Status
 
 
 @dataclass
@@ -104,8 +105,8 @@ def grade_folder(
     pending = []
     for index, sub in enumerate(submissions):
         nb, problem = (None, sub.problem) if sub.status else read_submission(sub.path)
-        name = identify(sub, nb, catalog) if sub.status != "link" else None
-        status = sub.status or "unreadable"
+        name = identify(sub, nb, catalog) if sub.status != Status.LINK else None
+        status = sub.status or Status.UNREADABLE
         if nb is None:
             rows = (
                 zero_rows(catalog[name].points, status, problem)
@@ -118,13 +119,13 @@ def grade_folder(
                 sub.student,
                 sub.rel,
                 "",
-                "unknown_notebook",
+                Status.UNKNOWN_NOTEBOOK,
                 [
                     ExerciseResult(
                         "",
                         0,
                         0,
-                        "unknown_notebook",
+                        Status.UNKNOWN_NOTEBOOK,
                         "matches no course notebook by file name, metadata or the functions it defines",
                     )
                 ],
@@ -188,9 +189,9 @@ def _grade_pending(todo, results, grade, bar, jobs, job_dir, book) -> None:
                     job["student"],
                     job["rel"],
                     job["notebook"],
-                    "grader_error",
-                    zero_rows(job["points"], "grader_error", f"{type(exc).__name__}: {exc}"[:200]),
+                    Status.GRADER_ERROR,
+                    zero_rows(job["points"], Status.GRADER_ERROR, f"{type(exc).__name__}: {exc}"[:200]),
                 )
-            if results[index].status != "grader_error":  # a fault of the grader is retried by a rerun
+            if results[index].status != Status.GRADER_ERROR:  # a fault of the grader is retried by a rerun
                 book.add(key, results[index])
             bar.update(1)

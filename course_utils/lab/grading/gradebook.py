@@ -33,10 +33,10 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
-from course_utils.lab.feedback import problems
+from course_utils.lab.grading.feedback import problems
 from course_utils.lab.results import SubmissionResult
 from course_utils.lab.status import Status
-from course_utils.lab.totals import StudentTotal, canvas_rows, result_points, student_totals
+from course_utils.lab.grading.totals import StudentTotal, canvas_rows, result_points, student_totals
 
 COLUMNS = [
     "student",

@@ -35,8 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from course_utils.lab.bwrap import WORKDIR, bwrap_args, bwrap_path, launch_command, unreadable_by_anyone
-from course_utils.lab.cgroups import (
+from course_utils.lab.grading.bwrap import WORKDIR, bwrap_args, bwrap_path, launch_command, unreadable_by_anyone
+from course_utils.lab.grading.cgroups import (
     CGROUP_PREFIX,
     cgroup_layout,
     cgroup_parents,
@@ -122,16 +122,26 @@ def _remove_socket_folder(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def _gone(pid: str) -> bool:
+    """Whether process ``pid`` has ended: no such process, or a zombie (dead, not yet reaped by its new
+    parent; right after a grader is killed its workers can stay zombies for a while on a busy machine)."""
+    if not pid.isdigit():
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
 def sweep_stale_cgroups() -> None:
-    """Remove cgroups left by a grader that was killed (their owner's pid is gone)."""
+    """Remove cgroups left by a grader that was killed (their owner's process has ended)."""
     for parent in cgroup_parents():
         for group in parent.glob(CGROUP_PREFIX + "*"):
-            owner = group.name[len(CGROUP_PREFIX) :].split("-")[0]
-            if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            if _gone(group.name[len(CGROUP_PREFIX) :].split("-")[0]):
                 remove_cgroup(group)
     for folder in Path(SOCKET_ROOT).glob(SOCKET_PREFIX + "*"):
-        owner = folder.name[len(SOCKET_PREFIX) :].split("-")[0]
-        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+        if _gone(folder.name[len(SOCKET_PREFIX) :].split("-")[0]):
             _remove_socket_folder(str(folder))
 
 

@@ -1,5 +1,5 @@
-"""The course's own code as the grader sees it: where each exercise is defined, and how to tell the
-course's reference from a student's own code.
+"""Where the course's reference is, and whether a student's object is it (``uses_reference``): the course's own
+code as the grader sees it, where each exercise is defined, and how to tell the reference from a student's code.
 
 ``exercise_files()`` says which file defines each exercise (the sandboxed kernel loads that file
 afresh to run the exercise's cases). Before the cases, the grader asks where the student's object
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from course_utils.checks import check_modules, exercise_modules
 from course_utils.checks.core import Exercise
-from course_utils.lab.kernel_code import FINGERPRINT_CODE
+from course_utils.lab.grading.kernel_code import FINGERPRINT_CODE
 
 
 def exercise_files() -> dict[str, str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.lab.release import collect_notebooks, read_notebook, student_version
+from course_utils.lab.release.release import collect_notebooks, read_notebook, student_version
 
 MANIFEST = ".course-release.json"
 UPDATED_SUFFIX = ".updated.ipynb"
@@ -131,7 +131,7 @@ def add_command(commands) -> None:
 def _cmd_update(args) -> int:
     import sys
 
-    from course_utils.lab.release import ReleaseError
+    from course_utils.lab.release.release import ReleaseError
 
     try:
         report = update_workspace(Path(args.source), Path(args.folder))

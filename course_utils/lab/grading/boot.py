@@ -1,6 +1,6 @@
 """What runs first inside a submission's sandbox: per-process limits, then an ordinary IPython kernel.
 
-``python -m course_utils.lab.boot --memory-mb 2048 --processes 64 -f CONNECTION_FILE`` caps the
+``python -m course_utils.lab.grading.boot --memory-mb 2048 --processes 64 -f CONNECTION_FILE`` caps the
 process's address space (``RLIMIT_AS``: an allocation far past the limit fails inside the student's
 cell with ``MemoryError`` / ``RuntimeError`` instead of waking the out-of-memory killer), the number
 of processes and threads of its uid (``RLIMIT_NPROC``), the size of any file it writes
@@ -81,7 +81,7 @@ def preload() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="course_utils.lab.boot")
+    parser = argparse.ArgumentParser(prog="course_utils.lab.grading.boot")
     parser.add_argument("--memory-mb", type=int, required=True)
     parser.add_argument("--processes", type=int, default=0)
     args, kernel_args = parser.parse_known_args(argv)

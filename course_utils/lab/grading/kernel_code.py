@@ -217,7 +217,7 @@ def probe_code(
     """The code sent to the kernel: ``probe_code('f', (1,), {})`` calls ``f(1)`` there.
 
     ``watch``: ``(first line, code digest)`` of the course's reference code for the exercise
-    (``course_code.reference_codes``); if any of it runs during the call, the reply says so instead of
+    (``uses_reference.reference_codes``); if any of it runs during the call, the reply says so instead of
     giving the value (``decode_reply`` raises ``ReferenceCalled``)."""
     if not name.isidentifier():
         raise ValueError(f"name must be a Python identifier, got {name!r}")

@@ -1,6 +1,6 @@
 """A submission's kernel: start it sandboxed, run its cells, then answer the grader's probes.
 
-``SubmissionKernel`` starts a fresh kernel (``course_utils.lab.boot``) inside a ``sandbox.Jail``
+``SubmissionKernel`` starts a fresh kernel (``course_utils.lab.grading.boot``) inside a ``sandbox.Jail``
 (bubblewrap, its own uid and cgroup; the kernel protocol runs over unix sockets in the jail's
 socket folder, since the kernel has no network), or, with ``Limits(sandbox=False)``, as a plain
 process in an empty temporary folder. ``run_notebook(nb)`` runs every code cell within the limits
@@ -31,9 +31,9 @@ import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from nbclient.exceptions import DeadKernelError
 
-from course_utils.lab.bounded import loads_bounded
-from course_utils.lab.cells import CellProblem, run_cells
-from course_utils.lab.cgroups import kill_cgroup
+from course_utils.lab.grading.bounded import loads_bounded
+from course_utils.lab.grading.cells import CellProblem, run_cells
+from course_utils.lab.grading.cgroups import kill_cgroup
 from course_utils.lab.limits import (
     GRACE_S,
     KERNEL_START_S,
@@ -43,9 +43,9 @@ from course_utils.lab.limits import (
     OUTPUT_QUEUE_MESSAGES,
     Limits,
 )
-from course_utils.lab.pool import kill_tree
-from course_utils.lab.probe import ProbeFailed
-from course_utils.lab.sandbox import WORKDIR, Jail, kernel_environment, launcher_environment
+from course_utils.lab.grading.pool import kill_tree
+from course_utils.lab.grading.probe import ProbeFailed
+from course_utils.lab.grading.sandbox import WORKDIR, Jail, kernel_environment, launcher_environment
 from course_utils.notebook_run import SlicedKernelManager
 
 KERNEL_NAME = "course-lab-sandbox"
@@ -87,7 +87,7 @@ class SubmissionKernel:
     def __init__(self, limits: Limits, secrets: list[str] = ()):
         self.limits = limits
         self.deadline = time.monotonic() + limits.total()
-        inner = [sys.executable, "-m", "course_utils.lab.boot", "--memory-mb", str(limits.memory_mb)]
+        inner = [sys.executable, "-m", "course_utils.lab.grading.boot", "--memory-mb", str(limits.memory_mb)]
         specs = _SandboxSpecs()
         self.jail = None
         if limits.sandbox:

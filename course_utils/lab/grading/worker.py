@@ -1,5 +1,5 @@
-"""Grading jobs in a separate process: ``python -m course_utils.lab.worker JOB.json`` grades one;
-``python -m course_utils.lab.worker --serve`` reads job-file paths from stdin, one a line, and
+"""Grading jobs in a separate process: ``python -m course_utils.lab.grading.worker JOB.json`` grades one;
+``python -m course_utils.lab.grading.worker --serve`` reads job-file paths from stdin, one a line, and
 answers ``DONE`` on stdout after writing each result (so torch is imported once per worker).
 
 The folder grader keeps ``--jobs`` workers, so a fault while grading one submission (a crash, a
@@ -22,24 +22,25 @@ import time
 from pathlib import Path
 
 from course_utils.checks import all_exercises
-from course_utils.lab.course_code import exercise_files
-from course_utils.lab.grade import grade_notebook
-from course_utils.lab.hidden import keyed_exercise, load_hidden_tests
-from course_utils.lab.boot import cap_own_data, die_with_parent
+from course_utils.lab.grading.uses_reference import exercise_files
+from course_utils.lab.grading.grade import grade_notebook
+from course_utils.lab.grading.hidden import keyed_exercise, load_hidden_tests
+from course_utils.lab.grading.boot import cap_own_data, die_with_parent
 from course_utils.lab.limits import WORKER_MEMORY_MB, Limits
 from course_utils.lab.results import SubmissionResult, zero_rows
-from course_utils.lab.submissions import read_submission
+from course_utils.lab.grading.submissions import read_submission
+from course_utils.lab.status import Status
 
 
 def run_job(job: dict) -> SubmissionResult:
     """Grade the submission a job describes (see ``folder.make_job``)."""
     start = time.monotonic()
-    result = SubmissionResult(job["student"], job["rel"], job["notebook"], "ok")
+    result = SubmissionResult(job["student"], job["rel"], job["notebook"], Status.OK)
     nb, problem = read_submission(Path(job["path"]))
     points = job["points"]
     if nb is None:
-        result.status = "unreadable"
-        result.exercises = zero_rows(points, "unreadable", problem)
+        result.status = Status.UNREADABLE
+        result.exercises = zero_rows(points, Status.UNREADABLE, problem)
         return result
     registry = all_exercises()
     if job.get("case_key"):
@@ -73,8 +74,8 @@ def run_job_file(job_file: str) -> None:
             job["student"],
             job["rel"],
             job["notebook"],
-            "grader_error",
-            zero_rows(job["points"], "grader_error", reason),
+            Status.GRADER_ERROR,
+            zero_rows(job["points"], Status.GRADER_ERROR, reason),
         )
     target = Path(job["result"])
     tmp = target.with_name(target.name + ".tmp")

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course_utils.checks.core import Exercise
-from course_utils.lab.gradebook import write_atomic
+from course_utils.lab.grading.gradebook import write_atomic
 from course_utils.lab.results import SubmissionResult
 from course_utils.lab.status import Status
-from course_utils.lab.totals import student_totals
+from course_utils.lab.grading.totals import student_totals
 
 PASSED, NOT_ATTEMPTED, OTHER = "passed", "not attempted", "other"
 

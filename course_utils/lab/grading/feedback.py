@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.outcome import Outcome, error_hint
-from course_utils.lab.cells import CellProblem
+from course_utils.lab.grading.cells import CellProblem
 from course_utils.lab.results import SubmissionResult
 from course_utils.lab.status import Status
 

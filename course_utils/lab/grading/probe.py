@@ -25,8 +25,8 @@ import io
 
 import torch
 
-from course_utils.lab.bounded import check_archive, check_value, loads_bounded
-from course_utils.lab.kernel_code import probe_code
+from course_utils.lab.grading.bounded import check_archive, check_value, loads_bounded
+from course_utils.lab.grading.kernel_code import probe_code
 from course_utils.lab.limits import MAX_JSON_DEPTH, MAX_REPLY_CHARS, MAX_VALUE_BYTES
 
 

@@ -6,10 +6,10 @@ then any instructor tests from ``--hidden-tests``. Each case calls the student's
 kernel through a ``StudentProxy``; the expected value and the verdict are computed in this process
 with ``Exercise.judge``. An exercise scores its full points when every graded test passes, else 0.
 
-Before the cases, an object that is the course's own code (``course_code.is_course_code``) gets
+Before the cases, an object that is the course's own code (``uses_reference.is_course_code``) gets
 status ``uses_reference``, 0 points; an object imported from elsewhere is ``not_defined``. (Code
 retyped or pasted into a cell is the student's own code here.) A graded call during which the
-exercise's reference code runs (``course_code.reference_codes``) is a wrapper around the
+exercise's reference code runs (``uses_reference.reference_codes``) is a wrapper around the
 reference: ``uses_reference`` too.
 
 A failure on a hidden case (any but the public ones) reaches the student as ``hidden case k of n
@@ -33,12 +33,12 @@ from typing import Callable
 import nbformat
 
 from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
-from course_utils.lab.course_code import is_course_code, reference_codes
-from course_utils.lab.feedback import describe_cell, hidden_failure, matched_hint
-from course_utils.lab.hidden import HiddenTests
-from course_utils.lab.kernel import KernelDied, ProbeTimeout, SubmissionKernel
+from course_utils.lab.grading.uses_reference import is_course_code, reference_codes
+from course_utils.lab.grading.feedback import describe_cell, hidden_failure, matched_hint
+from course_utils.lab.grading.hidden import HiddenTests
+from course_utils.lab.grading.kernel import KernelDied, ProbeTimeout, SubmissionKernel
 from course_utils.lab.limits import Limits
-from course_utils.lab.probe import (
+from course_utils.lab.grading.probe import (
     NotDefined,
     ProbeFailed,
     ReferenceCalled,

@@ -32,8 +32,9 @@ from pathlib import Path
 import nbformat
 
 from course_utils.checks import all_exercises
-from course_utils.lab.bounded import loads_bounded
+from course_utils.lab.grading.bounded import loads_bounded
 from course_utils.lab.limits import MAX_JSON_DEPTH, MAX_NOTEBOOK_BYTES
+from course_utils.lab.status import Status
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Submission:
     student: str
     path: Path
     rel: str
-    status: str = ""  # set when the entry cannot be graded: "link" or "unreadable"
+    status: str = ""  # set when the entry cannot be graded: LINK or UNREADABLE
     problem: str = ""
 
 
@@ -99,7 +100,7 @@ def _entry(folder: Path, student: str, path: Path) -> Submission | None:
         root = Path(os.path.realpath(folder))
         if root not in target.parents:
             return Submission(
-                student, path, rel, "link", "a symbolic link to outside the submissions folder (not followed)"
+                student, path, rel, Status.LINK, "a symbolic link to outside the submissions folder (not followed)"
             )
         owner = target.relative_to(root).parts[0]
         if owner != student and Path(owner).stem != student:
@@ -107,17 +108,17 @@ def _entry(folder: Path, student: str, path: Path) -> Submission | None:
                 student,
                 path,
                 rel,
-                "link",
+                Status.LINK,
                 f"a link to another student's file ({target.relative_to(root).as_posix()}); not graded",
             )
         if target.is_dir():
-            return Submission(student, path, rel, "link", "a link to a folder (not followed)")
+            return Submission(student, path, rel, Status.LINK, "a link to a folder (not followed)")
         return Submission(student, target, rel)
     mode = path.lstat().st_mode
     if stat.S_ISDIR(mode):
         return None
     if not stat.S_ISREG(mode):
-        return Submission(student, path, rel, "unreadable", "not a regular file (a pipe, socket or device)")
+        return Submission(student, path, rel, Status.UNREADABLE, "not a regular file (a pipe, socket or device)")
     return Submission(student, path, rel)
 
 
@@ -167,7 +168,7 @@ def distinct_students(found: list[Submission], warnings: list[str]) -> list[Subm
     drops invisible characters, NFC joins accents): of names that differ only there, the first in
     order keeps its name, the others get `` (2)``, `` (3)``..., with a warning naming them all.
     ``ann`` and ``ann\u200b`` -> ``ann`` and ``ann (2)``."""
-    from course_utils.lab.gradebook import one_line
+    from course_utils.lab.grading.gradebook import one_line
 
     def shown(name: str) -> str:
         return unicodedata.normalize("NFC", one_line(name))

@@ -6,7 +6,7 @@ replaces it (``raise NotImplementedError(message)``) only fires when the student
 
 The stub's message says what to write and where help is (``hint("<exercise>")``), nothing more: it
 never carries the solution. Hints live in the exercise's ``hints`` (``course_utils.checks``), where
-``course-lab release`` can prove they do not give the answer away (``lab/leaks.py``). Old-style
+``course-lab release`` can prove they do not give the answer away (``lab/release/leaks.py``). Old-style
 ``# HINT:`` lines inside a region are dropped from the student version like the rest of the region.
 """
 

@@ -19,7 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from course_utils.lab.workspace import MANIFEST, _digest, _read_manifest
+from course_utils.lab.release.workspace import MANIFEST, _digest, _read_manifest
+from course_utils.lab.status import Status
 
 STUDENT = "you"
 
@@ -32,9 +33,10 @@ def changed_notebooks(folder: Path) -> list[str]:
 
 
 def _verdict(row) -> str:
-    if row.status == "ok" and row.points >= row.max_points:
+    if row.status == Status.OK and row.points >= row.max_points:
         return "✅ passed"
-    if row.status == "not_defined" or row.feedback.startswith("not attempted") or "NotImplementedError" in row.feedback:
+    not_attempted = row.feedback.startswith("not attempted") or "NotImplementedError" in row.feedback
+    if row.status == Status.NOT_DEFINED or not_attempted:
         return "⏳ not attempted yet"
     first = row.feedback.strip().splitlines()[0] if row.feedback.strip() else row.status
     return "❌ " + (first if len(first) <= 70 else first[:69] + "…")
@@ -42,9 +44,9 @@ def _verdict(row) -> str:
 
 def standing_lines(folder: Path, source: Path, everything: bool = False, progress: bool = True) -> list[str]:
     """The report: grade the student's changed notebooks (all with ``everything``) on their public cases."""
-    from course_utils.lab.folder import grade_folder
+    from course_utils.lab.grading.folder import grade_folder
     from course_utils.lab.limits import Limits
-    from course_utils.lab.submissions import course_catalog
+    from course_utils.lab.grading.submissions import course_catalog
 
     folder, source = Path(folder), Path(source)
     if not folder.is_dir():

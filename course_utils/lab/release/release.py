@@ -16,8 +16,8 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.lab.leaks import find_leak
-from course_utils.lab.solutions import BEGIN, END, SolutionMarkupError, strip_solutions
+from course_utils.lab.release.leaks import find_leak
+from course_utils.lab.release.solutions import BEGIN, END, SolutionMarkupError, strip_solutions
 
 
 class ReleaseError(ValueError):

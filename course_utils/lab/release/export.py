@@ -31,8 +31,8 @@ from nbformat.v4 import new_code_cell, new_output, new_raw_cell
 
 from course_utils.checks import all_exercises
 from course_utils.checks.outcome import HIDDEN_SEEDS
-from course_utils.lab.release import collect_notebooks, read_notebook
-from course_utils.lab.solutions import BEGIN, END, HINT, has_solution
+from course_utils.lab.release.release import collect_notebooks, read_notebook
+from course_utils.lab.release.solutions import BEGIN, END, HINT, has_solution
 
 NBGRADER_CONFIG = '''"""nbgrader configuration written by `course-lab export --to nbgrader`."""
 c = get_config()  # noqa: F821 (provided by nbgrader)
