@@ -2,10 +2,11 @@
 
 Given activations h in m dimensions that secretly are sparse sums of n > m feature directions, the
 SAE learns an overcomplete dictionary: acts = ReLU((h − b_dec) W_enc + b_enc), h' = acts W_dec + b_dec,
-with unit-norm rows of W_dec, trained on ‖h − h'‖² + l1 · Σ acts. Covers training one SAE, its
-diagnostics on held-out activations (L0, fraction of variance explained, dead latents) and scoring
-which true directions its dictionary found (cosine above a threshold). Leaves out resampling dead
-latents, top-k SAEs and transcoders.
+with unit-norm rows of W_dec, trained on ‖h − h'‖² + l1 · Σ acts. Covers the forward pass, the loss
+and one training step as functions (``sae_forward``, ``sae_loss``, ``sae_training_step``, notebook 06's
+exercises), training one SAE, its diagnostics on held-out activations (L0, fraction of variance
+explained, dead latents) and scoring which true directions its dictionary found (cosine above a
+threshold). Leaves out resampling dead latents, top-k SAEs and transcoders.
 """
 
 from __future__ import annotations
@@ -36,14 +37,59 @@ class SparseAutoencoder(nn.Module):
 
     def directions(self) -> Float[Tensor, "d_sae d_in"]:
         """The dictionary: one unit vector per latent."""
-        return self.W_dec / self.W_dec.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        return _unit_rows(self.W_dec)
 
     def encode(self, h: Float[Tensor, "batch d_in"]) -> Float[Tensor, "batch d_sae"]:
-        return torch.relu((h - self.b_dec) @ self.W_enc + self.b_enc)
+        return _encode(h, self.W_enc, self.b_enc, self.b_dec)
 
     def forward(self, h: Float[Tensor, "batch d_in"]) -> tuple[Tensor, Tensor]:
-        acts = self.encode(h)
-        return acts, acts @ self.directions() + self.b_dec  # (batch, d_sae), (batch, d_in)
+        return sae_forward(h, self.W_enc, self.b_enc, self.W_dec, self.b_dec)
+
+
+def _unit_rows(W_dec: Tensor) -> Tensor:
+    return W_dec / W_dec.norm(dim=-1, keepdim=True).clamp_min(1e-12)  # (d_sae, d_in), each row of length 1
+
+
+def _encode(h: Tensor, W_enc: Tensor, b_enc: Tensor, b_dec: Tensor) -> Tensor:
+    return torch.relu((h - b_dec) @ W_enc + b_enc)  # (batch, d_sae)
+
+
+def sae_forward(
+    h: Float[Tensor, "batch d_in"],
+    W_enc: Float[Tensor, "d_in d_sae"],
+    b_enc: Float[Tensor, "d_sae"],
+    W_dec: Float[Tensor, "d_sae d_in"],
+    b_dec: Float[Tensor, "d_in"],
+) -> tuple[Float[Tensor, "batch d_sae"], Float[Tensor, "batch d_in"]]:
+    """(acts, h_hat): acts = ReLU((h − b_dec) W_enc + b_enc), h_hat = acts · unit_rows(W_dec) + b_dec.
+
+    With ``W_enc = I``, zero biases and ``W_dec = 2I``: ``[[1., -1.]]`` -> acts ``[[1., 0.]]``, h_hat ``[[1., 0.]]``.
+    """
+    acts = _encode(h, W_enc, b_enc, b_dec)
+    return acts, acts @ _unit_rows(W_dec) + b_dec  # (batch, d_sae), (batch, d_in)
+
+
+def sae_loss(
+    h: Float[Tensor, "batch d_in"], acts: Float[Tensor, "batch d_sae"], h_hat: Float[Tensor, "batch d_in"], l1: float
+) -> Float[Tensor, ""]:
+    """Mean over the batch of ‖h − h_hat‖² + l1 · ‖acts‖₁ (acts are non-negative, so ‖acts‖₁ = Σ acts).
+
+    ``sae_loss([[1., 2.]], [[3., 0., 1.]], [[0., 2.]], l1=0.5)`` -> ``1 + 0.5 · 4 = 3``.
+    """
+    return (h - h_hat).square().sum(dim=-1).mean() + l1 * acts.sum(dim=-1).mean()
+
+
+def sae_training_step(sae: SparseAutoencoder, optimiser, h: Float[Tensor, "batch d_in"], l1: float) -> Tensor:
+    """One step on batch ``h``: forward, ``sae_loss``, clear old gradients, backward, ``optimiser.step()``.
+
+    Returns the loss before the step (detached, 0-d).
+    """
+    acts, h_hat = sae(h)
+    loss = sae_loss(h, acts, h_hat, l1)
+    optimiser.zero_grad(set_to_none=True)
+    loss.backward()
+    optimiser.step()
+    return loss.detach()
 
 
 def train_sparse_autoencoder(
@@ -58,7 +104,7 @@ def train_sparse_autoencoder(
 ) -> Tensor:
     """Fit ``sae`` to batches from ``sample(batch_size, generator)`` -> (batch, d_in); returns the loss history.
 
-    Loss per batch: mean over the batch of ‖h − h'‖² + l1 · ‖acts‖₁.
+    Loss per batch: ``sae_loss``, the mean over the batch of ‖h − h'‖² + l1 · ‖acts‖₁.
     """
     if not callable(sample):
         raise TypeError(
@@ -74,13 +120,7 @@ def train_sparse_autoencoder(
     history = torch.empty(steps)
     with torch_threads(1):
         for step in progress_bar(range(steps), desc="sparse autoencoder", disable=not progress):
-            h = sample(batch_size, gen)
-            acts, h_hat = sae(h)
-            loss = (h - h_hat).square().sum(dim=-1).mean() + l1 * acts.sum(dim=-1).mean()
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            history[step] = loss.detach()
+            history[step] = sae_training_step(sae, optimiser, sample(batch_size, gen), l1)
     return history
 
 

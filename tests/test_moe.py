@@ -1,6 +1,7 @@
 """Mixture of experts: the router's two forms, grouped dispatch against a per-token loop, capacity,
-the layer against transformers' MixtralSparseMoeBlock, the balancing losses (Switch loss against
-transformers' load_balancing_loss_func), DeepSeek-V3's bias, the experiment's outcome, bad input."""
+the layer (and notebook 07's whole-layer exercise) against transformers' MixtralSparseMoeBlock, the
+balancing losses (Switch loss against transformers' load_balancing_loss_func), DeepSeek-V3's bias, the
+experiment's outcome, bad input."""
 
 import math
 
@@ -137,6 +138,23 @@ def test_matches_mixtral_sparse_moe_block(k, n_experts, seed):
     torch.testing.assert_close(routing.logits, logits_hf)
     assert torch.equal(routing.indices, indices_hf)
     torch.testing.assert_close(routing.gates, gates_hf)
+
+
+@pytest.mark.parametrize("k,n_experts,seed", [(2, 6, 0), (1, 4, 1), (3, 8, 2)])
+def test_moe_forward_exercise_and_its_alternatives_match_mixtral(k, n_experts, seed):
+    """Notebook 07's whole-layer exercise: its reference and every accepted alternative equal the block."""
+    from course_utils.checks.mixture_of_experts.moe_forward import MOE_FORWARD
+
+    block = _mixtral_block(n_experts=n_experts, k=k, seed=seed)
+    weights = load_mixtral_block(block)  # the same weights in the course's layout (Mixtral's transposed)
+    x = torch.randn(3, 5, 16, generator=torch.Generator().manual_seed(seed + 10))
+    with torch.no_grad():
+        expected = block(x.clone())
+        args = (x, weights.W_router, weights.W_gate, weights.W_in, weights.W_out, k)
+        answers = {a.name: a.impl(*args) for a in MOE_FORWARD.alternatives}
+        answers["reference"] = MOE_FORWARD.reference(*args)
+    for name, got in answers.items():
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6, msg=name)
 
 
 def test_switch_loss_is_transformers_load_balancing_loss_divided_by_k():

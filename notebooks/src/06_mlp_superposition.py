@@ -22,6 +22,18 @@
 #         difficulty: 1
 #         minutes: 8
 #         points: 2
+#       sae_forward:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
+#       sae_loss:
+#         difficulty: 1
+#         minutes: 5
+#         points: 1
+#       sae_training_step:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
 #       toy_model_forward:
 #         difficulty: 2
 #         minutes: 10
@@ -62,7 +74,10 @@
 # 5. train Anthropic's toy model of superposition to convergence, many instances at once, and watch
 #    features pile into fewer dimensions as they get sparser: the linear baseline that never does, the
 #    pentagon, feature dimensionality (exercises), and a phase picture of importance against sparsity;
-# 6. pull the hidden features back out with a small sparse autoencoder.
+# 6. pull the hidden features back out with a small sparse autoencoder whose forward pass, loss and
+#    training step you write (exercises).
+#
+# **10 exercises, 16 points, about 78 minutes in all.**
 
 # %% [markdown]
 # ## 1 · Set up
@@ -138,7 +153,8 @@ def mlp_with_residual(x, W_in, b_in, W_out, b_out):
 # %%
 from course_utils.checks.mlp_superposition import (check_angle_deviation_summary, check_feature_dimensionality,
                                                    check_gelu_tanh, check_importance_weighted_loss,
-                                                   check_mlp_with_residual, check_toy_model_forward, check_welch_bound)
+                                                   check_mlp_with_residual, check_sae_forward, check_sae_loss,
+                                                   check_sae_training_step, check_toy_model_forward, check_welch_bound)
 
 check_mlp_with_residual(mlp_with_residual)
 
@@ -727,9 +743,94 @@ for row in reversed(range(len(phases.density))):  # densest first
 # unchanged while $\lVert f \rVert_1$ is halved. Repeat, and the optimiser drives $f$ towards zero
 # and the decoder towards infinity, paying almost no penalty and learning nothing sparse.
 #
-# Here we know the truth, so we can score it: an SAE with 40 latents trained on the 5-dimensional
-# hidden activations of the 20-feature model at sparsity 0.99, and for each feature the model
-# represents, its best cosine with any dictionary direction:
+# ### Exercise: the SAE's forward pass (2 points, difficulty 2/3, about 10 min)
+#
+# Write `sae_forward(h, W_enc, b_enc, W_dec, b_dec)` for activations `h` of shape `(batch, d_in)`,
+# `W_enc` of shape `(d_in, d_sae)`, `b_enc` of shape `(d_sae,)`, `W_dec` of shape `(d_sae, d_in)` (one
+# row per latent) and `b_dec` of shape `(d_in,)`. Return the pair `(acts, h_hat)`: the latents $f$,
+# shape `(batch, d_sae)`, and the reconstruction $\hat h$, shape `(batch, d_in)`, as written above,
+# decoding with **each row of `W_dec` divided by its length** (the course's `SparseAutoencoder` does
+# the same, and the check compares with it on the same weights).
+
+# %%
+def sae_forward(h, W_enc, b_enc, W_dec, b_dec):
+    # h (batch, d_in) -> acts (batch, d_sae), h_hat (batch, d_in)
+    # BEGIN SOLUTION
+    centred = h - b_dec  # (batch, d_in): the encoder reads h relative to the decoder's bias
+    pre_acts = centred @ W_enc + b_enc  # (batch, d_sae)
+    acts = torch.relu(pre_acts)
+    row_lengths = W_dec.norm(dim=-1, keepdim=True)  # (d_sae, 1)
+    directions = W_dec / row_lengths  # (d_sae, d_in): the dictionary, unit rows
+    h_hat = acts @ directions + b_dec  # (batch, d_in)
+    return acts, h_hat
+    # END SOLUTION
+
+
+# %%
+check_sae_forward(sae_forward)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("sae_forward")` for a nudge, or `hint("sae_forward", 2)` for a stronger one.
+
+# %% [markdown]
+# ### Exercise: the SAE's loss (1 point, difficulty 1/3, about 5 min)
+#
+# Write `sae_loss(h, acts, h_hat, l1)`: $L$ above, one number. For each input, the squared length of
+# its error $\lVert h - \hat h \rVert^2$ (a sum over `d_in`) plus `l1` times the L1 norm of its latents
+# (a sum over `d_sae`); then the **mean over the batch**.
+
+# %%
+def sae_loss(h, acts, h_hat, l1):
+    # h, h_hat (batch, d_in), acts (batch, d_sae) -> one number
+    # BEGIN SOLUTION
+    reconstruction = (h - h_hat).square().sum(dim=-1)  # (batch,): squared length of each error
+    sparsity = acts.abs().sum(dim=-1)  # (batch,): L1 norm of each input's latents
+    per_input = reconstruction + l1 * sparsity
+    return per_input.mean()
+    # END SOLUTION
+
+
+# %%
+check_sae_loss(sae_loss)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("sae_loss")` for a nudge, or `hint("sae_loss", 2)` for a stronger one.
+
+# %% [markdown]
+# ### Exercise: one training step (2 points, difficulty 2/3, about 10 min)
+#
+# Write `sae_training_step(sae, optimiser, h, l1)`. `sae` is a course `SparseAutoencoder` (calling
+# `sae(h)` returns `(acts, h_hat)`, the forward you just wrote), `optimiser` an optimiser over its
+# parameters and `h` one batch of activations. Compute the batch's loss, clear the gradients left by
+# the previous step, backpropagate, step the optimiser, and return the loss (computed before the
+# step). The check builds an SAE and an Adam optimiser, runs three of your steps and three of the
+# course's from the same start, and compares the losses and every parameter.
+
+# %%
+def sae_training_step(sae, optimiser, h, l1):
+    # one step on the batch h (batch, d_in); returns the loss before the step
+    # BEGIN SOLUTION
+    acts, h_hat = sae(h)  # (batch, d_sae), (batch, d_in)
+    reconstruction = (h - h_hat).square().sum(dim=-1).mean()
+    loss = reconstruction + l1 * acts.sum(dim=-1).mean()
+    optimiser.zero_grad()  # gradients add up across backward calls unless cleared
+    loss.backward()
+    optimiser.step()
+    return loss.detach()
+    # END SOLUTION
+
+
+# %%
+check_sae_training_step(sae_training_step)
+
+# %% [markdown]
+# Stuck? Run `from course_utils.checks import hint` and then `hint("sae_training_step")` for a nudge, or `hint("sae_training_step", 2)` for a stronger one.
+
+# %% [markdown]
+# `train_sparse_autoencoder` below repeats the course's version of this step with Adam, on a fresh
+# batch each time. Here we know the truth, so we can score it: an SAE with 40 latents trained on the
+# 5-dimensional hidden activations of the 20-feature model at sparsity 0.99, and for each feature the
+# model represents, its best cosine with any dictionary direction:
 
 # %%
 from course_utils.sparse_autoencoder import SparseAutoencoder, hidden_activation_sampler, recovered_features, train_sparse_autoencoder

@@ -10,6 +10,10 @@
 #         difficulty: 2
 #         minutes: 12
 #         points: 3
+#       moe_forward:
+#         difficulty: 3
+#         minutes: 25
+#         points: 4
 #       top_k_router:
 #         difficulty: 1
 #         minutes: 8
@@ -42,12 +46,15 @@
 #    sum to 1 (exercise), and see that Mixtral's way of writing it gives the same numbers;
 # 2. send tokens to their experts efficiently, grouped by expert rather than one token at a time
 #    (exercise), and see what an expert's **capacity** does to the tokens that do not fit;
-# 3. check the whole layer against the `MixtralSparseMoeBlock` of Hugging Face `transformers`;
+# 3. check the whole layer against the `MixtralSparseMoeBlock` of Hugging Face `transformers`, then
+#    write the whole layer yourself: router, gates, grouped dispatch and combine (exercise);
 # 4. write the **load-balancing loss** of the Switch Transformer (exercise) and the router z-loss;
 # 5. train a small MoE three ways (no balancing, the auxiliary loss, DeepSeek-V3's bias) and watch
 #    the load over training;
 # 6. count Mixtral 8x7B's parameters: two honest answers to "how big is it?";
 # 7. meet shared and fine-grained experts and DeepSeek-V3's router, and count DeepSeek-V3's parameters.
+#
+# **4 exercises, 12 points, about 60 minutes in all.**
 
 # %% [markdown]
 # ## 1 · Set up
@@ -350,6 +357,53 @@ if transformers is not None:
         ours_out, ours_routing = ours.forward_with_routing(x_hf)
     print("outputs equal:      ", torch.allclose(ours_out, theirs_out, atol=1e-6))
     print("router logits equal:", torch.allclose(ours_routing.logits, theirs_logits, atol=1e-6))
+
+# %% [markdown]
+# ### Exercise: the whole layer (4 points, difficulty 3/3, about 25 min)
+#
+# Now the whole layer in one function, on its weights as `moe.MoE` (and, transposed, Mixtral) stores
+# them: write `moe_forward(x, W_router, W_gate, W_in, W_out, k)` for `x` of shape
+# `(batch, pos, d_model)`, `W_router` of shape `(d_model, E)` and the experts' SwiGLU weights stacked,
+# `W_gate` and `W_in` of shape `(E, d_model, d_mlp)` and `W_out` of shape `(E, d_mlp, d_model)`.
+# Return the layer's output, shaped like `x`, without the residual:
+#
+# 1. router logits for every token, a softmax over the $E$ experts, the $k$ most probable, and their
+#    probabilities renormalised to sum to 1 (the gates);
+# 2. grouped by expert: for each expert $e$, the tokens that chose it, run once through
+#    $\big(\operatorname{silu}(x W_\text{gate}[e]) \odot x W_\text{in}[e]\big) W_\text{out}[e]$;
+# 3. each result weighted by its gate and added into its token's row.
+#
+# Write every step here rather than calling your earlier functions or `moe`'s: the experts are now
+# slices of three tensors, not a list of functions. The check compares your layer with `moe.MoE`
+# holding the same weights (and the course's tests compare that with `MixtralSparseMoeBlock`).
+
+# %%
+def moe_forward(x, W_router, W_gate, W_in, W_out, k):
+    # x (batch, pos, d_model) -> (batch, pos, d_model)
+    # BEGIN SOLUTION
+    tokens = x.reshape(-1, x.shape[-1])  # (T, d_model), T = batch * pos
+    probs = torch.softmax(tokens @ W_router, dim=-1)  # (T, E)
+    top_probs, indices = probs.topk(k, dim=-1)  # (T, k) each
+    gates = top_probs / top_probs.sum(dim=-1, keepdim=True)  # each token's k gates sum to 1
+    out = torch.zeros_like(tokens)
+    for e in range(W_gate.shape[0]):
+        rows, slots = (indices == e).nonzero(as_tuple=True)  # the tokens that chose expert e, and in which slot
+        if len(rows) == 0:
+            continue
+        group = tokens[rows]  # (n_e, d_model): expert e's block of rows
+        hidden = torch.nn.functional.silu(group @ W_gate[e]) * (group @ W_in[e])  # (n_e, d_mlp)
+        out.index_add_(0, rows, gates[rows, slots].unsqueeze(-1) * (hidden @ W_out[e]))
+    return out.reshape(x.shape)
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.mixture_of_experts import check_moe_forward
+
+check_moe_forward(moe_forward)
+
+# %% [markdown]
+# Stuck? `hint("moe_forward")` gives a nudge and `hint("moe_forward", 2)` a stronger one.
 
 # %% [markdown]
 # ## 7 · Keeping the load even
