@@ -2,6 +2,9 @@
 
 - ``layer_norm``: LayerNorm over the last axis, the variance dividing by d_model;
 - ``block_forward``: a pre-norm block's forward, causal, with both residual additions;
+- ``embed_tokens``: token plus position embeddings, against ``GPT.embed``;
+- ``causal_attention``, ``gelu_mlp``: the student's attention and MLP classes, the course's weights loaded in;
+- ``gpt_forward``: the student's ``SmallGPT`` (with its ``TransformerBlock``), a course model's state dict loaded in;
 - ``next_token_loss``: the mean cross-entropy of each position's logits against the next token;
 - ``adamw_step``, ``lr_schedule``, ``clip_grad_norm``, ``training_loop``: the training recipe's parts, against
   ``torch.optim.AdamW``, ``training.lr_at``, ``clip_grad_norm_`` and ``training.train``'s first steps;
@@ -9,12 +12,17 @@
 - ``kv_cache_step``: one attention step that appends to the KV cache and attends over all of it.
 
 References come from the library (``layernorm``, ``gpt``, ``training``, ``generation``); the models
-in the cases are tiny and seeded (``_cases.tiny_model``).
+in the cases are tiny and seeded (``_cases.tiny_model``); the class exercises load their weights by
+name (``_classes.run_class``).
 """
 
 from course_utils.checks.small_gpt.adamw_step import ADAMW_STEP, check_adamw_step
 from course_utils.checks.small_gpt.block_forward import BLOCK_FORWARD, check_block_forward
+from course_utils.checks.small_gpt.causal_attention import CAUSAL_ATTENTION, check_causal_attention
 from course_utils.checks.small_gpt.clip_grad_norm import CLIP_GRAD_NORM, check_clip_grad_norm
+from course_utils.checks.small_gpt.embed_tokens import EMBED_TOKENS, check_embed_tokens
+from course_utils.checks.small_gpt.gelu_mlp import GELU_MLP, check_gelu_mlp
+from course_utils.checks.small_gpt.gpt_forward import SMALL_GPT, check_gpt_forward
 from course_utils.checks.small_gpt.kv_cache_step import KV_CACHE_STEP, check_kv_cache_step
 from course_utils.checks.small_gpt.layer_norm import LAYER_NORM, check_layer_norm
 from course_utils.checks.small_gpt.lr_schedule import LR_SCHEDULE, check_lr_schedule
@@ -27,6 +35,10 @@ EXERCISES = {
     for ex in (
         LAYER_NORM,
         BLOCK_FORWARD,
+        EMBED_TOKENS,
+        CAUSAL_ATTENTION,
+        GELU_MLP,
+        SMALL_GPT,
         NEXT_TOKEN_LOSS,
         ADAMW_STEP,
         LR_SCHEDULE,
@@ -40,17 +52,25 @@ EXERCISES = {
 __all__ = [
     "ADAMW_STEP",
     "BLOCK_FORWARD",
+    "CAUSAL_ATTENTION",
     "CLIP_GRAD_NORM",
+    "EMBED_TOKENS",
     "EXERCISES",
+    "GELU_MLP",
     "KV_CACHE_STEP",
     "LAYER_NORM",
     "LR_SCHEDULE",
     "NEXT_TOKEN_LOSS",
     "SAMPLE_TOKENS",
+    "SMALL_GPT",
     "TRAINING_LOOP",
     "check_adamw_step",
     "check_block_forward",
+    "check_causal_attention",
     "check_clip_grad_norm",
+    "check_embed_tokens",
+    "check_gelu_mlp",
+    "check_gpt_forward",
     "check_kv_cache_step",
     "check_layer_norm",
     "check_lr_schedule",

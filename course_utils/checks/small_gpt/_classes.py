@@ -1,0 +1,43 @@
+"""What notebook 09's class exercises share (``CausalAttention``, ``GeluMLP``, ``SmallGPT``): build the
+student's module from a ``GPTConfig``, load a course module's weights into it by name, and run it.
+
+A module that cannot take the weights (a missing, extra or mis-shaped parameter) gets one line naming
+what differs (``gpt_config.check_state_dict``), returned as a ``weights.convention_answer`` so the same
+FAILED verdict comes back through the grader.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.checks.weights import convention_answer
+from course_utils.gpt_config import check_state_dict
+
+
+def course_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A course module's weights in float64, for loading into a student's module of the same layout."""
+    return {name: t.detach().double().clone() for name, t in model.state_dict().items()}
+
+
+def load_course_state(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> str | None:
+    """Load ``state`` into the student's ``module`` (made float64 first); None, or one line on what stops it."""
+    try:
+        check_state_dict(module.double(), state)
+    except ValueError as error:
+        return (
+            f"{error}; the check loads the course's weights by name, so keep the parameter names and shapes "
+            "the notebook lists (those of course_utils.gpt)"
+        )
+    module.load_state_dict(state)
+    return None
+
+
+def run_class(cls, case):
+    """``cls(cfg)`` with the case's weights loaded, called on the case's input (no gradients)."""
+    cfg, state, x = case.args
+    module = cls(cfg)
+    problem = load_course_state(module, state)
+    if problem is not None:
+        return convention_answer(problem)
+    with torch.no_grad():
+        return module(x)
