@@ -112,6 +112,8 @@ def _calls() -> dict:
         "toy_models.represented_features": lambda: TM.represented_features(t(3, 2, 5)),
         "sparse_autoencoder.SparseAutoencoder": module_call("sparse_autoencoder.SparseAutoencoder", 5, 10, x=t(4, 5)),
         "sparse_autoencoder.recovered_features": lambda: SAE.recovered_features(t(3, 5), t(10, 5)),
+        "sparse_autoencoder.sae_forward": lambda: SAE.sae_forward(t(4, 5), t(5, 10), t(10), t(10, 5), t(5)),
+        "sparse_autoencoder.sae_loss": lambda: SAE.sae_loss(t(4, 5), t(4, 10), t(4, 5), 0.1),
         "superposition.and_gate_preactivations": lambda: SU.and_gate_preactivations(
             SU.AndGate({w: t(8) for w in SU.AND_GATE_WORDS}, t(8, 1), t(1), t(1, 8))),
         "toy_phases.input_grid": lambda: TP.input_grid(t(3), 2, 4),
@@ -235,6 +237,7 @@ NOT_ON_META = {
     "toy_models.train_sweep": "trains a model: needs data",
     "threads.torch_threads": "a context manager for the thread count, no tensors",
     "sparse_autoencoder.train_sparse_autoencoder": "trains a model: needs data",
+    "sparse_autoencoder.sae_training_step": "one optimiser step on an SAE: trains, needs data",
     "sparse_autoencoder.hidden_activation_sampler": "samples a trained ToyModel: needs data",
     "sparse_autoencoder.SAEDiagnostics": "a dataclass of results",
     "sparse_autoencoder.sae_diagnostics": "returns Python floats from the SAE's activations (needs data)",
