@@ -1,7 +1,7 @@
 """The capstone (``course_utils.capstone``): the course loop replays ``training.train`` step for step, and
 ``assemble`` trains with the student's parts where their checks pass and the course's where not, saying
-which in one line: every part written out (the notebook's solutions) -> "all parts yours", the same run as
-the course's; a wrong AdamW -> the course's AdamW for that part only."""
+which in one line: every part from notebook 09's solutions (its SmallGPT included) -> "all parts yours", the
+same run as the course's; a wrong AdamW -> the course's AdamW for that part only."""
 
 import pytest
 import torch
@@ -9,82 +9,31 @@ import torch
 from course_utils.capstone import PARTS, FusedGPT, assemble, training_loop
 from course_utils.checks.small_gpt.adamw_step import adamw_l2, check_adamw_step
 from course_utils.checks.small_gpt.clip_grad_norm import check_clip_grad_norm
+from course_utils.checks.small_gpt.gpt_forward import check_gpt_forward
 from course_utils.checks.small_gpt.lr_schedule import check_lr_schedule
 from course_utils.checks.small_gpt.training_loop import check_training_loop
 from course_utils.gpt import GPT, GPTConfig
 from course_utils.optim import clip_grad_norm, lr_schedule
-from course_utils.training import TrainConfig, get_batch, make_optimizer, sequence_loss, train
+from course_utils.training import TrainConfig, make_optimizer, train
 
 TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=2)
 CFG = TrainConfig(steps=30, batch_size=4, warmup_steps=3, max_lr=1e-2, min_lr=1e-3, grad_clip=0.5, seed=3)
 IDS = torch.randint(0, 30, (500,), generator=torch.Generator().manual_seed(0))
 
-# The notebook's solutions to the four training exercises (/work/brief/r5_B_cells.py, to be notebook 09's)
-SOLUTIONS = '''
-def adamw_step(params: dict, grads: dict, m: dict, v: dict, step: int, lr: float,
-               betas: tuple, eps: float, weight_decay: float) -> tuple[dict, dict, dict]:
-    beta1, beta2 = betas
-    new_params, new_m, new_v = {}, {}, {}
-    for name, p in params.items():
-        g = grads[name]
-        new_m[name] = beta1 * m[name] + (1 - beta1) * g
-        new_v[name] = beta2 * v[name] + (1 - beta2) * g**2
-        m_hat = new_m[name] / (1 - beta1**step)
-        v_hat = new_v[name] / (1 - beta2**step)
-        if p.ndim >= 2:
-            p = p * (1 - lr * weight_decay)
-        new_params[name] = p - lr * m_hat / (v_hat.sqrt() + eps)
-    return new_params, new_m, new_v
-
-
-def lr_schedule(step: int, max_lr: float, min_lr: float, warmup_steps: int, total_steps: int) -> float:
-    if step < warmup_steps:
-        return max_lr * (step + 1) / warmup_steps
-    progress = (step - warmup_steps) / (total_steps - warmup_steps)
-    cosine = 0.5 * (1 + math.cos(math.pi * progress))
-    return min_lr + (max_lr - min_lr) * cosine
-
-
-def clip_grad_norm(grads: list, max_norm: float) -> list:
-    squares = 0.0
-    for g in grads:
-        squares = squares + (g**2).sum()
-    norm = math.sqrt(float(squares))
-    scale = min(1.0, max_norm / (norm + 1e-6))
-    return [g * scale for g in grads]
-
-
-def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, lr_schedule, clip_grad_norm) -> list:
-    generator = torch.Generator().manual_seed(cfg.seed)
-    losses = []
-    for step in range(n_steps):
-        lr = lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
-        loss = sequence_loss(model(x), y)
-        optimizer.zero_grad()
-        loss.backward()
-        params = [p for p in model.parameters() if p.grad is not None]
-        clipped = clip_grad_norm([p.grad for p in params], cfg.grad_clip)
-        for p, g in zip(params, clipped):
-            p.grad = g
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
-'''
 CHECKS = {"adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
           "training_loop": check_training_loop}
 
 
 @pytest.fixture(scope="module")
 def student():
-    """The solutions run as a notebook would run them, and their verdicts (every check passes)."""
-    namespace = {"torch": torch, "math": __import__("math"), "get_batch": get_batch, "sequence_loss": sequence_loss}
-    exec(SOLUTIONS, namespace)
-    parts = {name: namespace[name] for name in CHECKS} | {"model": GPT}
-    verdicts = {name: check(parts[name]) for name, check in CHECKS.items()} | {"model": True}
-    return parts, verdicts
+    """Notebook 09's solutions, every top-level definition of its source run as the mutation tool runs them
+    (``tools.mutation.sources.namespace``), and their verdicts: every check passes."""
+    from tools.mutation.sources import namespace
+
+    notebook = namespace("small_gpt")
+    parts = {name: notebook[name] for name in CHECKS} | {"model": notebook["SmallGPT"]}
+    verdicts = {name: check(parts[name]) for name, check in CHECKS.items()}
+    return parts, verdicts | {"model": check_gpt_forward(parts["model"])}
 
 
 def _course_run(steps=4):
@@ -106,12 +55,12 @@ def test_the_course_loop_replays_train():
 
 def test_every_part_yours_trains_like_the_course(student):
     parts, verdicts = student
-    assert all(v.passed for k, v in verdicts.items() if k != "model"), verdicts
+    assert all(v.passed for v in verdicts.values()), verdicts
     capstone = assemble(parts, verdicts, TINY, CFG)
     assert capstone.summary() == "all parts yours: model, AdamW, schedule, clipping, loop"
-    assert isinstance(capstone.model, GPT) and capstone.loop is parts["training_loop"]
+    assert isinstance(capstone.model, parts["model"]) and capstone.loop is parts["training_loop"]
     losses = capstone.train(IDS, 4)
-    # the student's model runs the readable (not fused) forward: float32 rounding apart, the course's run
+    # the student's SmallGPT runs a readable (not fused) forward: float32 rounding apart, the course's run
     torch.testing.assert_close(torch.tensor(losses), torch.tensor(_course_run()[1]), rtol=1e-5, atol=0)
 
 
