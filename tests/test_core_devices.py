@@ -26,6 +26,7 @@ NOT_SWEPT = {
     "checks": "not Core: the notebooks' exercise checks",
     "viz": "not Core: plots and widgets",
     "lab": "not Core: the JupyterLab extension, grading and sandbox",
+    "notebook_run": "not Core: runs notebooks through a kernel client (tests, grader, make notebooks), no tensors",
     "tolerances": "tables of numbers, no tensors",
     "validate": "argument checks; tests/test_validate.py covers their meta behaviour",
     "corpus": "text files and strings, no tensors",
