@@ -50,6 +50,10 @@
 #         difficulty: 2
 #         minutes: 10
 #         points: 2
+#       sample_with_cache:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
 #       training_loop:
 #         difficulty: 2
 #         minutes: 20
@@ -82,7 +86,7 @@
 # then generate text with and without a KV cache, look inside the trained model's heads, and see that
 # the same code runs GPT-2 small.
 #
-# You write most of it: 13 exercises, 29 points in all, about three hours (each heading gives its
+# You write most of it: 14 exercises, 31 points in all, about three hours (each heading gives its
 # share).
 #
 # 1. LayerNorm by hand; layer norm vs batch norm; pre-norm vs post-norm
@@ -734,14 +738,13 @@ from course_utils.training import get_batch, sequence_loss
 def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, lr_schedule, clip_grad_norm) -> list:
     # BEGIN SOLUTION
     generator = torch.Generator().manual_seed(cfg.seed)
-    device = next(model.parameters()).device
     losses = []
     for step in range(n_steps):
         lr = lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)  # each (batch, n_ctx), on the CPU
-        loss = sequence_loss(model(x.to(device)), y.to(device))
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
+        loss = sequence_loss(model(x), y)
         optimizer.zero_grad()
         loss.backward()
         params = [p for p in model.parameters() if p.grad is not None]
@@ -1012,6 +1015,41 @@ check_kv_cache_step(kv_cache_step)
 
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("kv_cache_step")` for a nudge and `hint("kv_cache_step", 2)` for a stronger one.
+
+# %% [markdown]
+# ### Exercise: Sampling with the cache (2 points, difficulty 2/3, about 10 min)
+#
+# Now the whole loop with a cache, on top of the course's `forward_with_cache(model, tokens, cache)`
+# (from `course_utils.generation`; it returns `(logits, cache)`, and `cache=None` starts an empty one).
+# Write `sample_with_cache(model, prompt, n_new, temperature, generator)`: as `sample_tokens`, return the
+# prompt followed by `n_new` tokens `(batch, pos + n_new)`, each drawn with
+# `sample_next_token(logits, temperature, generator=generator)` from the last position's logits, but
+# run the prompt through the model once and then only each new token, with the cache. The prompt and the
+# new tokens fit the context (pos + n_new - 1 ≤ n_ctx), so nothing slides. Done right, it draws the
+# same tokens as the loop without the cache, with the same generator.
+
+# %%
+def sample_with_cache(model, prompt: torch.Tensor, n_new: int, temperature: float,
+                      generator: torch.Generator) -> torch.Tensor:
+    # BEGIN SOLUTION
+    logits, cache = forward_with_cache(model, prompt)  # every prompt position's K and V now cached
+    ids = prompt
+    for i in range(n_new):
+        next_id = sample_next_token(logits[:, -1], temperature, generator=generator)
+        ids = torch.cat([ids, next_id[:, None]], dim=1)
+        if i < n_new - 1:  # the last token drawn is never fed back
+            logits, cache = forward_with_cache(model, next_id[:, None], cache)
+    return ids
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.small_gpt import check_sample_with_cache
+
+check_sample_with_cache(sample_with_cache)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("sample_with_cache")` for a nudge and `hint("sample_with_cache", 2)` for a stronger one.
 
 # %% [markdown]
 # ## 5. Inside the trained model

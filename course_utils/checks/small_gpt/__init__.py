@@ -9,7 +9,8 @@
 - ``adamw_step``, ``lr_schedule``, ``clip_grad_norm``, ``training_loop``: the training recipe's parts, against
   ``torch.optim.AdamW``, ``training.lr_at``, ``clip_grad_norm_`` and ``training.train``'s first steps;
 - ``sample_tokens``: the sampling loop without a cache, drawing with the generator it is given;
-- ``kv_cache_step``: one attention step that appends to the KV cache and attends over all of it.
+- ``kv_cache_step``: one attention step that appends to the KV cache and attends over all of it;
+- ``sample_with_cache``: the sampling loop with the cache, the same tokens as ``generate``'s.
 
 References come from the library (``layernorm``, ``gpt``, ``training``, ``generation``); the models
 in the cases are tiny and seeded (``_cases.tiny_model``); the class exercises load their weights by
@@ -28,6 +29,7 @@ from course_utils.checks.small_gpt.layer_norm import LAYER_NORM, check_layer_nor
 from course_utils.checks.small_gpt.lr_schedule import LR_SCHEDULE, check_lr_schedule
 from course_utils.checks.small_gpt.next_token_loss import NEXT_TOKEN_LOSS, check_next_token_loss
 from course_utils.checks.small_gpt.sample_tokens import SAMPLE_TOKENS, check_sample_tokens
+from course_utils.checks.small_gpt.sample_with_cache import SAMPLE_WITH_CACHE, check_sample_with_cache
 from course_utils.checks.small_gpt.training_loop import TRAINING_LOOP, check_training_loop
 
 EXERCISES = {
@@ -46,6 +48,7 @@ EXERCISES = {
         TRAINING_LOOP,
         SAMPLE_TOKENS,
         KV_CACHE_STEP,
+        SAMPLE_WITH_CACHE,
     )
 }
 
@@ -62,6 +65,7 @@ __all__ = [
     "LR_SCHEDULE",
     "NEXT_TOKEN_LOSS",
     "SAMPLE_TOKENS",
+    "SAMPLE_WITH_CACHE",
     "SMALL_GPT",
     "TRAINING_LOOP",
     "check_adamw_step",
@@ -76,5 +80,6 @@ __all__ = [
     "check_lr_schedule",
     "check_next_token_loss",
     "check_sample_tokens",
+    "check_sample_with_cache",
     "check_training_loop",
 ]
