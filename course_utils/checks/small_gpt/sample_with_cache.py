@@ -79,7 +79,8 @@ def cached_first_position(model, prompt, n_new, temperature, generator):
 
 @bank.mistake(
     "always greedy",
-    "draw with sample_next_token(logits, temperature, generator=generator); argmax ignores the temperature",
+    "draw each token from the temperature-scaled distribution with notebook 04's sampler and the generator you "
+    "were given; argmax ignores the temperature",
 )
 def cached_greedy(model, prompt, n_new, temperature, generator):
     return _loop(model, prompt, n_new, lambda lg: lg[:, -1].argmax(-1))
