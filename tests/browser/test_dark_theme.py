@@ -1,9 +1,10 @@
 """The course's figures in JupyterLab's dark theme and its light theme (issue #26: they were white boxes).
 
 Switches the running JupyterLab to "JupyterLab Dark" with its own theme command, screenshots notebook 03's
-figures as the page shows them, and checks the grey ink of their axes labels and tick labels against the
-page behind it (WCAG contrast >= 3, the floor for graphics and large text), then does the same in the
-light theme. The style itself is ``course_utils/viz/style.py``; its unit tests are tests/test_viz_style.py.
+figures (two static ones and the d_k viewer's) as the page shows them, and checks the grey ink of their
+axes labels and tick labels against the page behind it (WCAG contrast >= 3, the floor for graphics and
+large text), then does the same in the light theme. The style itself is ``course_utils/viz/style.py``;
+its unit tests are tests/test_viz_style.py.
 """
 
 from __future__ import annotations
@@ -48,17 +49,20 @@ def _set_theme(page, theme: str, light: bool) -> None:
 
 
 def _figures(page):
+    """Notebook 03's static figures, then the live d_k viewer's figure (drawn by a widget callback)."""
     panel = f"[id='{page.evaluate('() => window.jupyterapp.shell.currentWidget.id')}']"
     images = page.locator(f"{panel} .jp-OutputArea-output img")
-    return [images.nth(i) for i in range(images.count())
-            if not images.nth(i).evaluate("img => !!img.closest('.jupyter-widgets, .course-static-face')")]
+    static = [images.nth(i) for i in range(images.count())
+              if not images.nth(i).evaluate("img => !!img.closest('.jupyter-widgets, .course-static-face')")]
+    viewer = page.locator(f"{panel} .course-attention-viewer").filter(has=page.locator(".course-dk")).first
+    return static + [viewer.locator(".course-figure img").first]
 
 
 @pytest.mark.browser
 def test_figures_read_in_the_dark_and_the_light_theme(browser):
     page = browser.notebook(ATTENTION)
     figures = _figures(page)
-    assert len(figures) >= 2, "notebook 03 should show its attention-pattern and saturation figures"
+    assert len(figures) >= 3, "notebook 03 should show its attention-pattern and saturation figures and the viewer"
     try:
         for theme, light in (("JupyterLab Dark", False), ("JupyterLab Light", True)):
             _set_theme(page, theme, light)
