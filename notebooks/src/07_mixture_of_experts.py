@@ -663,13 +663,16 @@ probe_x, _ = moe_experiment.probe_batch(grid_cfg, 512, seed=0)
 import matplotlib.pyplot as plt
 
 from course_utils.viz.mixture_of_experts import draw_capacity, draw_usage
+from course_utils.viz.style import course_style
 
-fig, axes = plt.subplots(2, 2, figsize=(10, 6))
-for row, a in enumerate((0.0, 0.1)):
-    run = grid[8, 2, a]
-    draw_usage(axes[row][0], run, f"E=8, k=2, alpha={a}: final loss {run.eval_loss:.3f}")
-    draw_capacity(axes[row][1], capacity_report(run.model, probe_x, 1.0))
-fig.tight_layout()
+with course_style():  # the course's figure style: transparent, grey ink, readable in light and dark themes
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6))
+    for row, a in enumerate((0.0, 0.1)):
+        run = grid[8, 2, a]
+        draw_usage(axes[row][0], run, f"E=8, k=2, alpha={a}: final loss {run.eval_loss:.3f}")
+        draw_capacity(axes[row][1], capacity_report(run.model, probe_x, 1.0))
+    fig.tight_layout()
+plt.show()
 
 # %% tags=["nbval-ignore-output"]
 # Output not compared by the tests: a widget draws into an Output area, which nbval cannot follow.
