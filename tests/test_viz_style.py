@@ -131,3 +131,23 @@ def test_interactive_mode_switched_on_inside_the_style_stays_on():
         assert mpl.is_interactive()
     finally:
         mpl.interactive(was)
+
+
+def test_every_figure_a_notebook_draws_itself_is_styled():
+    """A notebook cell that makes its own figure (plt.subplots / plt.figure) does so inside `with course_style():`,
+    so no figure of the course is a white box in the dark theme (07's static MoE picture once was)."""
+    import ast
+    from pathlib import Path
+
+    def makes_figure(node):
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("subplots", "figure") and getattr(node.func.value, "id", None) == "plt")
+
+    unstyled = []
+    for source in sorted(Path(__file__).resolve().parents[1].glob("notebooks/src/[0-9][0-9]_*.py")):
+        tree = ast.parse(source.read_text())
+        styled = {id(n) for w in ast.walk(tree) if isinstance(w, ast.With)
+                  and any("course_style" in ast.unparse(item.context_expr) for item in w.items)
+                  for n in ast.walk(w)}
+        unstyled += [f"{source.name}:{n.lineno}" for n in ast.walk(tree) if makes_figure(n) and id(n) not in styled]
+    assert not unstyled, f"figures drawn outside `with course_style():` {unstyled}"
