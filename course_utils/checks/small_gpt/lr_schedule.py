@@ -73,7 +73,8 @@ def schedule_to_zero(step, max_lr, min_lr, warmup_steps, total_steps):
 
 @bank.mistake(
     "cosine over the whole run",
-    "the cosine starts where the warm-up ends: its progress is (step - warmup_steps) / (total_steps - warmup_steps)",
+    "the cosine starts where the warm-up ends: its progress counts only the steps after the warm-up, out of the "
+    "steps left after it",
 )
 def schedule_progress_from_zero(step, max_lr, min_lr, warmup_steps, total_steps):
     if step < warmup_steps:

@@ -83,7 +83,7 @@ def _clip(model, cfg, clip):
 # -- mistakes ------------------------------------------------------------------------------------
 @bank.mistake(
     "gradients never zeroed",
-    "backward ADDS to .grad: zero the gradients (optimizer.zero_grad()) every step, before loss.backward()",
+    "backward ADDS to .grad: clear the optimiser's gradients every step, before the backward pass",
 )
 def loop_no_zero_grad(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
     gen, losses = torch.Generator().manual_seed(cfg.seed), []
@@ -131,7 +131,7 @@ def loop_rate_ahead(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip
 
 @bank.mistake(
     "the schedule never applied",
-    "set the step's rate in every parameter group (group['lr'] = ...) before optimizer.step(); the optimiser "
+    "set the step's rate in every parameter group (group['lr'] = ...) before the optimiser's step; it "
     "otherwise keeps the rate it was built with",
 )
 def loop_no_schedule(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
