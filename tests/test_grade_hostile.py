@@ -189,6 +189,30 @@ def test_5_a_table_of_the_plain_cases_misses_every_keyed_hidden_seed(name):
     assert torch.Generator.__name__ == "Generator"  # nothing stays patched
 
 
+def _has_tensor(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, dict):
+        return any(_has_tensor(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_tensor(v) for v in value)
+    return hasattr(value, "state_dict")  # a module built for the case
+
+
+PLAIN_INPUT_EXERCISES = sorted(name for name, ex in all_exercises().items()
+                               if not any(_has_tensor(case.args) for case in ex.cases(0)))
+
+
+@pytest.mark.parametrize("name", PLAIN_INPUT_EXERCISES)
+def test_5_hidden_inputs_of_plain_values_are_too_many_to_list(name):
+    """An exercise whose inputs are Python ints, strings and lists (no random tensor) draws its keyed hidden
+    cases from a space too big for a table of every possible input: 20 keys give at least 17 different case
+    lists (bpe_decode's three corpus words gave 27 possible lists, 14 different on 20 keys)."""
+    exercise = all_exercises()[name]
+    keyed = {repr([case.args for case in keyed_exercise(exercise, f"key {k}").cases(1)]) for k in range(20)}
+    assert len(keyed) >= 17, f"{name}: only {len(keyed)} different hidden case lists for 20 keys"
+
+
 def test_6_only_dense_strided_tensors_are_accepted():
     sparse = torch.sparse_coo_tensor(torch.tensor([[0, 10**9]]), torch.tensor([1.0, 2.0]), (3,),
                                      check_invariants=False)
