@@ -5,6 +5,7 @@ with a free port and no browser; the student's copy is made, the link the server
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import shutil
@@ -32,11 +33,45 @@ def _recipe(target: str, port: int) -> list[str]:
     return [line for line in dry.stdout.replace("\\\n", " ").splitlines() if line.strip()]
 
 
+@contextlib.contextmanager
+def served_student_course(tmp_path: Path, token: str = "course-test-token", extra: tuple[str, ...] = ()):
+    """Run `make lab`'s own commands in a scratch copy (with a free port, no browser, and any ``extra``
+    server options) and yield ``(port, token, log_path)`` once the server hands out the student's
+    00_welcome; stop it afterwards."""
+    port = _free_port()
+    update, serve = [line for line in _recipe("lab", port) if "course-lab update" in line or "jupyter lab" in line]
+    if not (tmp_path / ".venv").exists():
+        (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+        shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("student", ".*"))
+    subprocess.run(shlex.split(update), cwd=tmp_path, check=True, capture_output=True, text=True)
+    args = [*shlex.split(serve), "--no-browser", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+            *extra]
+    log = tmp_path / "server.log"
+    with log.open("w") as sink:
+        server = subprocess.Popen(args, cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}/api/contents/student/00_welcome.ipynb?token={token}&content=0"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    info = json.load(response)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.5)
+        assert info["path"] == "student/00_welcome.ipynb" and info["type"] == "notebook"
+        yield port, token, log
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_lab_serves_the_students_welcome_notebook(tmp_path):
-    port = _free_port()
-    update, serve = [line for line in _recipe("lab", port) if "course-lab update" in line or "jupyter lab" in line]
+    (update,) = [line for line in _recipe("lab", 8888) if "course-lab update" in line]
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns("student", ".*"))
 
@@ -54,29 +89,10 @@ def test_make_lab_serves_the_students_welcome_notebook(tmp_path):
     assert "up to date" in again.stdout
     assert "my own note" in (tmp_path / "notebooks/student/00_welcome.ipynb").read_text()
 
-    token = "course-test-token"
-    args = shlex.split(serve) + ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}"]
-    log = tmp_path / "server.log"
-    with log.open("w") as sink:
-        server = subprocess.Popen(args, cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}/api/contents/student/00_welcome.ipynb?token={token}&content=0"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=5) as response:
-                    info = json.load(response)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.5)
-        assert info["path"] == "student/00_welcome.ipynb" and info["type"] == "notebook"
+    with served_student_course(tmp_path) as (port, _, log):
         # the link printed for the student (and opened in the browser) is the notebook, not the Launcher
         assert f"127.0.0.1:{port}/lab/tree/student/00_welcome.ipynb?token=" in log.read_text()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    assert "my own note" in (tmp_path / "notebooks/student/00_welcome.ipynb").read_text()
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
