@@ -398,7 +398,7 @@ check_gelu_mlp(GeluMLP)
 # (your `GeluMLP`), and its `forward(x)` is the pre-norm block of the exercise above. `SmallGPT(cfg)`
 # keeps `self.cfg = cfg` (given) and holds `W_E` `(d_vocab, d_model)`, `W_pos` `(n_ctx, d_model)`,
 # `blocks` (an `nn.ModuleList` of `n_layers` blocks), `ln_final`, and `W_U` `(d_model, d_vocab)` only
-# when `cfg.tie_embeddings` is False (set `self.W_U = None` otherwise, and unembed with `W_E`ᵀ). Its
+# when `cfg.tie_embeddings` is False (tied: the attribute `W_U` is None, and the unembedding is `W_E`ᵀ). Its
 # `forward(tokens)` maps `(batch, pos)` ids to `(batch, pos, d_vocab)` logits: your `embed_tokens`, the
 # blocks in order, `ln_final`, the unembedding. For the LayerNorms use `OwnLayerNorm` below: your
 # `layer_norm` from section 1 with the course's parameter names `w` and `b`. The check loads a course
