@@ -3,6 +3,9 @@ frame ("0%"), and the widget's saved state is the finished bar."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import nbformat
 import pytest
 
@@ -49,3 +52,19 @@ def test_in_a_notebook_the_stored_output_reads_right():
         box = state[output.data[WIDGET_VIEW]["model_id"]]["state"]
         bar = state[box["children"][1].removeprefix("IPY_MODEL_")]["state"]
         assert (bar["value"], bar["max"], bar["bar_style"]) == (total, total, "success")
+
+
+@pytest.mark.parametrize("path", sorted(Path(__file__).resolve().parents[1].glob("notebooks/[0-9][0-9]_*.ipynb")),
+                         ids=lambda p: p.name)
+def test_no_committed_notebook_stores_an_unfinished_bar(path):
+    """Issue #26: a reader of a stored notebook never sees training that looks as if it never ran: no printed
+    tqdm frame at 0%, and every stored progress widget is full (value == max)."""
+    nb = nbformat.read(str(path), as_version=4)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+            assert not re.search(r"(^|\s)0%\|", text), f"{path.name}: a stored 0% bar: {text[:120]!r}"
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    for model in state.values():
+        if model["model_name"] in ("FloatProgressModel", "IntProgressModel"):
+            assert model["state"].get("value") == model["state"].get("max"), f"{path.name}: {model['state']}"
