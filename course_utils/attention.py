@@ -10,7 +10,8 @@ Mask convention (shared with ``course_utils.softmax.masked_softmax``): a ``torch
 ``True`` = this query may attend to this key, broadcastable to ``(..., q_pos, k_pos)``. A query
 row with nothing allowed gets all-zero weights and an all-zero output, never NaN, in both paths.
 
-Also ``AttentionHead``, one head as an ``nn.Module`` (W_Q, W_K, W_V, W_O, no biases).
+Also ``AttentionHead``, one head as an ``nn.Module`` (W_Q, W_K, W_V, W_O, no biases), and
+``CrossAttentionHead``, whose keys and values come from another sequence of its own width.
 
 Leaves out: splitting into several heads (see the multi-head module), dropout, causal-mask
 builders, and any KV cache.
@@ -228,3 +229,33 @@ class AttentionHead(nn.Module):
             )
         q, k, v = x @ self.W_Q, x @ self.W_K, x @ self.W_V  # each (..., pos, d_head)
         return scaled_dot_product_attention(q, k, v, mask) @ self.W_O  # (..., pos, d_model)
+
+
+class CrossAttentionHead(nn.Module):
+    """One cross-attention head: queries from ``x``, keys and values from another sequence, ``context``.
+
+    ``CrossAttentionHead(d_model=8, d_context=6, d_head=2)(x, context)`` maps x (..., pos, 8) and context
+    (..., context_pos, 6) to (..., pos, 8): W_Q is d_model × d_head, W_K and W_V are d_context × d_head (the
+    context may be wider or narrower, as text embeddings feeding an image model are), W_O is d_head × d_model.
+    The pattern is (..., pos, context_pos), one row per query. No mask and no biases.
+    """
+
+    def __init__(self, d_model: int, d_context: int, d_head: int, init_std: float = 0.02):
+        super().__init__()
+        positive_int("d_model", d_model), positive_int("d_context", d_context), positive_int("d_head", d_head)
+        self.d_model, self.d_context, self.d_head = d_model, d_context, d_head
+        self.W_Q = nn.Parameter(torch.randn(d_model, d_head) * init_std)
+        self.W_K = nn.Parameter(torch.randn(d_context, d_head) * init_std)
+        self.W_V = nn.Parameter(torch.randn(d_context, d_head) * init_std)
+        self.W_O = nn.Parameter(torch.randn(d_head, d_model) * init_std)
+
+    def forward(
+        self, x: Float[Tensor, "... pos d_model"], context: Float[Tensor, "... context_pos d_context"]
+    ) -> Float[Tensor, "... pos d_model"]:
+        for name, t, width in (("x", x, self.d_model), ("context", context, self.d_context)):
+            if not isinstance(t, torch.Tensor) or t.ndim < 2 or t.shape[-1] != width:
+                got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"{name} must be a tensor of shape (..., pos, {width}), got {got}")
+        q = x @ self.W_Q  # (..., pos, d_head)
+        k, v = context @ self.W_K, context @ self.W_V  # each (..., context_pos, d_head)
+        return scaled_dot_product_attention(q, k, v) @ self.W_O  # (..., pos, d_model)

@@ -292,6 +292,23 @@ def test_attention_head_shapes_and_bad_input():
         head(torch.randn(3, 7, 15))
 
 
+def test_cross_attention_head_matches_torch_multihead_attention_with_kdim_vdim():
+    from course_utils.attention import CrossAttentionHead
+
+    torch.manual_seed(0)
+    d_model, d_context = 8, 5
+    head = CrossAttentionHead(d_model, d_context, d_model, init_std=0.5)  # torch's single head: d_head = d_model
+    mha = torch.nn.MultiheadAttention(d_model, 1, bias=False, kdim=d_context, vdim=d_context, batch_first=True)
+    with torch.no_grad():  # with kdim/vdim torch keeps separate q, k, v weights, each stored transposed
+        mha.q_proj_weight.copy_(head.W_Q.T), mha.k_proj_weight.copy_(head.W_K.T), mha.v_proj_weight.copy_(head.W_V.T)
+        mha.out_proj.weight.copy_(head.W_O.T)
+    x, context = torch.randn(2, 3, d_model), torch.randn(2, 6, d_context)
+    expected, _ = mha(x, context, context, need_weights=False)
+    _assert_close(head(x, context), expected)
+    with pytest.raises(ValueError, match=r"context must be .*\(\.\.\., pos, 5\), got \(2, 6, 8\)"):
+        head(x, torch.randn(2, 6, d_model))
+
+
 # -- saturation helpers and the d_k widget ---------------------------------------------------------
 def test_pattern_entropy_extremes():
     from course_utils.attention import pattern_entropy

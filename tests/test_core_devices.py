@@ -57,6 +57,7 @@ def module_call(path: str, *args, x, method: str = "__call__"):
 
 
 def _calls() -> dict:
+    from course_utils import attention_gradients as AG
     from course_utils import attention as A, embeddings as E, induction as I, masking as MK, multihead as MH
     from course_utils import entropy as EN, positions as P, sampling as SA, softmax as S
     from course_utils import mlp as ML, sparse_autoencoder as SAE, superposition as SU, toy_models as TM
@@ -68,6 +69,10 @@ def _calls() -> dict:
         "attention.attention_pattern": lambda: A.attention_pattern(t(2, 3, 4), t(2, 5, 4), mask(3, 5)),
         "attention.scaled_dot_product_attention": lambda: A.scaled_dot_product_attention(t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), mask(3, 5)),
         "attention.AttentionHead": module_call("attention.AttentionHead", 8, 2, x=t(3, 8)),
+        "attention.CrossAttentionHead": module_call("attention.CrossAttentionHead", 8, 6, 2, x=(t(3, 8), t(5, 6))),
+        "attention_gradients.softmax_backward": lambda: AG.softmax_backward(t(3, 4), t(3, 4)),
+        "attention_gradients.sdp_attention_backward": lambda: AG.sdp_attention_backward(
+            t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), t(2, 3, 6)),
         "multihead.MultiHeadAttention": module_call("multihead.MultiHeadAttention", 8, 2, x=t(2, 3, 8)),
         "softmax.masked_softmax": lambda: S.masked_softmax(t(3, 4), mask(3, 4)),
         "softmax.masked_softmax_": lambda: S.masked_softmax_(t(3, 4), mask(3, 4)),

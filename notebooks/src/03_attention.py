@@ -10,10 +10,18 @@
 #         difficulty: 1
 #         minutes: 5
 #         points: 1
+#       cross_attention_head:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
 #       sdp_attention:
 #         difficulty: 2
 #         minutes: 10
 #         points: 2
+#       sdp_attention_backward:
+#         difficulty: 3
+#         minutes: 25
+#         points: 3
 #   jupytext:
 #     cell_metadata_filter: all
 #     notebook_metadata_filter: course,-jupytext.text_representation.jupytext_version
@@ -39,9 +47,12 @@
 # 1. turn each token vector into a **query**, a **key** and a **value** with three matrices;
 # 2. follow a three-token example by hand: scores, the $\sqrt{d_k}$ scale, softmax, weighted values;
 # 3. write attention scores and scaled dot-product attention yourself;
-# 4. measure *why* the scores are divided by $\sqrt{d_k}$, and watch softmax saturate with a slider;
-# 5. see why queries and keys need different matrices, and how cross-attention differs from self-attention;
+# 4. measure *why* the scores are divided by $\sqrt{d_k}$, watch softmax saturate with a slider, and write
+#    attention's backward pass by hand to see where the gradient goes;
+# 5. see why queries and keys need different matrices, and build a cross-attention head;
 # 6. package one attention head as a PyTorch module, and count what its value/output matrices save.
+#
+# Five exercises, 11 points in all (each heading gives its points, difficulty and expected minutes).
 
 # %% [markdown]
 # ## 1 · Set up
@@ -294,6 +305,96 @@ from course_utils.viz.attention import dk_saturation_viewer
 dk_saturation_viewer("the cat sat on the mat".split(), d_k=64)
 
 # %% [markdown]
+# ### The backward pass, by hand
+#
+# "The gradient is nearly zero" is a claim about the backward pass, so derive it. Autograd computes
+# it for you in every later notebook, but attention's backward is short enough to write once, and
+# doing so shows exactly where a saturated softmax blocks the signal. Name the steps of the forward
+# pass $S = QK^\top/\sqrt{d_k}$, $P = \operatorname{softmax}(S)$ row by row, $O = PV$, and suppose a
+# loss $L$ further up has handed back $\partial L/\partial O$ (`grad_out`, the output's shape). Walk
+# back one step at a time:
+#
+# * **A matrix product.** For $Y = AB$: $\partial L/\partial A = (\partial L/\partial Y)\,B^\top$ and
+#   $\partial L/\partial B = A^\top(\partial L/\partial Y)$. Applied to $O = PV$, this gives the
+#   gradients of $V$ and of the weights $P$.
+# * **The softmax.** Each weight of a row depends on every score of that row: its Jacobian is
+#   $\operatorname{diag}(p) - p\,p^\top$. Multiplied out, for one row,
+#   $\partial L/\partial s_j = p_j\,(\partial L/\partial p_j - \sum_i p_i\,\partial L/\partial p_i)$:
+#   each weight's gradient minus the row's weighted average of them, times the weight. A row whose
+#   weights are all 0 but one (saturated) gets almost nothing back.
+# * **The scaled product.** $S = QK^\top/\sqrt{d_k}$ is a matrix product times a constant, so the
+#   first rule applies again, with the constant carried along.
+#
+# ### Exercise: the backward pass of attention (3 points, difficulty 3/3, about 25 min)
+#
+# Write `sdp_attention_backward(q, k, v, grad_out)` for the attention of the previous exercise (no
+# mask): given `q` `(..., q_pos, d_head)`, `k` `(..., k_pos, d_head)`, `v` `(..., k_pos, d_v)` and
+# `grad_out` $= \partial L/\partial O$ of shape `(..., q_pos, d_v)`, return the tuple
+# `(grad_q, grad_k, grad_v)`, each of the shape of its input. The form the check requires: the
+# gradients are computed **by hand** from the formulas above (recompute the weights from `q` and `k`
+# first); the check compares them with what autograd gets, at float32 precision.
+
+# %%
+def sdp_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                           grad_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    # BEGIN SOLUTION
+    scale = 1 / math.sqrt(q.shape[-1])
+    weights = torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1)  # (..., q_pos, k_pos)
+    grad_v = weights.transpose(-2, -1) @ grad_out  # (..., k_pos, d_v)
+    grad_weights = grad_out @ v.transpose(-2, -1)  # (..., q_pos, k_pos)
+    grad_scores = weights * (grad_weights - (grad_weights * weights).sum(dim=-1, keepdim=True))
+    grad_q = grad_scores @ k * scale
+    grad_k = grad_scores.transpose(-2, -1) @ q * scale
+    return grad_q, grad_k, grad_v
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.attention import check_sdp_attention_backward
+
+check_sdp_attention_backward(sdp_attention_backward)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("sdp_attention_backward")` gives a nudge, `hint("sdp_attention_backward", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# The course's version is `course_utils.attention_gradients.sdp_attention_backward`. On the worked
+# example, with a made-up upstream gradient, it agrees with autograd:
+
+# %%
+from course_utils.attention_gradients import sdp_attention_backward as reference_backward
+from course_utils.attention_gradients import softmax_backward
+
+grad_O = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, -1.0]], dtype=torch.float64)   # (pos, d_v), made up
+leaves = [t.clone().requires_grad_() for t in (Q, K, V)]
+by_autograd = torch.autograd.grad(scaled_dot_product_attention(*leaves), leaves, grad_O)
+by_hand = reference_backward(Q, K, V, grad_O)
+for name, mine, theirs in zip(("q", "k", "v"), by_hand, by_autograd):
+    print(f"dL/d{name} by hand equals autograd's to float64 precision: {torch.allclose(mine, theirs, rtol=0, atol=1e-12)}")
+
+# %% [markdown]
+# Now the claim of this section. The gradient that reaches the scores is the softmax step of your
+# backward pass. For random unit-variance queries and keys over 8 keys, and a random upstream
+# gradient, here is the typical (median) size of each query's score gradient, and the share of queries
+# whose score gradient is below 0.001, i.e. that would barely learn:
+
+# %%
+upstream = torch.randn(200, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(2))  # dL/dP, made up
+print(f"{'d_k':>5} {'median |dL/dS| scaled':>22} {'unscaled':>9} {'share below 0.001 scaled':>25} {'unscaled':>9}")
+for d in (1, 16, 64, 256, 1024):
+    sizes = {}
+    for scaled in (True, False):
+        weights_rand = torch.softmax(random_scores(200, 8, d, scaled=scaled, seed=1), dim=-1)   # (query, key)
+        sizes[scaled] = softmax_backward(weights_rand, upstream).norm(dim=-1)                  # (query,)
+    print(f"{d:5d} {sizes[True].median():22.4f} {sizes[False].median():9.4f} "
+          f"{(sizes[True] < 1e-3).double().mean():25.0%} {(sizes[False] < 1e-3).double().mean():9.0%}")
+
+# %% [markdown]
+# Scaled, the score gradient keeps its size at every `d_k`. Unscaled, it shrinks as `d_k` grows, and
+# at the largest `d_k` most queries get practically nothing back: their $W_Q$ and $W_K$ would not
+# learn. That is the second half of the case for $\sqrt{d_k}$.
+
+# %% [markdown]
 # ## 5 · Why three matrices?
 #
 # Suppose a model used one matrix for both roles, $W_Q = W_K = W$. Then the score of $i$ looking at $j$
@@ -344,6 +445,68 @@ cross_out = scaled_dot_product_attention(target @ proj["W_Q"], source @ proj["W_
 print("self-attention:  pattern", tuple(attention_pattern(source @ proj["W_Q"], source @ proj["W_K"]).shape), " output", tuple(self_out.shape))
 print("cross-attention: pattern", tuple(cross_pattern.shape), " output", tuple(cross_out.shape),
       " rows sum to", cross_pattern.sum(-1).tolist())
+
+# %% [markdown]
+# Nothing forces the two sequences to have the same width. In a text-to-image model the image
+# features cross-attend to the text encoder's vectors, which are usually wider or narrower than the
+# image side's: $W_Q$ reads the query side's `d_model` features, $W_K$ and $W_V$ read the other
+# side's `d_context` features, and both land in the same `d_head`, where the dot products happen.
+#
+# ### Exercise: a cross-attention head (2 points, difficulty 2/3, about 10 min)
+#
+# Write `CrossAttentionHead(d_model, d_context, d_head)`, an `nn.Module` with four parameters: `W_Q` of
+# shape `(d_model, d_head)`, `W_K` and `W_V` of shape `(d_context, d_head)`, and `W_O` of shape
+# `(d_head, d_model)`. Its `forward(x, context)` takes the queries' sequence `x` `(..., pos, d_model)`
+# and the sequence they read, `context` `(..., context_pos, d_context)`, and returns
+# `(..., pos, d_model)`: scaled dot-product attention of `x`'s queries over `context`'s keys and values,
+# then `W_O`. The form the check requires: the weight convention of this course, rows times matrices
+# (`x @ W_Q`, `context @ W_K`); the check copies its own seeded weights into these four parameters, so
+# initialise them any way you like.
+
+# %%
+from torch import nn
+
+
+class CrossAttentionHead(nn.Module):
+    def __init__(self, d_model: int, d_context: int, d_head: int):
+        super().__init__()
+        # BEGIN SOLUTION
+        self.W_Q = nn.Parameter(torch.randn(d_model, d_head) * 0.02)
+        self.W_K = nn.Parameter(torch.randn(d_context, d_head) * 0.02)
+        self.W_V = nn.Parameter(torch.randn(d_context, d_head) * 0.02)
+        self.W_O = nn.Parameter(torch.randn(d_head, d_model) * 0.02)
+        # END SOLUTION
+
+    def forward(self, x: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        # BEGIN SOLUTION
+        q = x @ self.W_Q  # (..., pos, d_head)
+        k, v = context @ self.W_K, context @ self.W_V  # each (..., context_pos, d_head)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (..., pos, context_pos)
+        return weights @ v @ self.W_O
+        # END SOLUTION
+
+
+# %%
+from course_utils.checks.attention import check_cross_attention_head
+
+check_cross_attention_head(CrossAttentionHead)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("cross_attention_head")` gives a nudge, `hint("cross_attention_head", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# The course's `course_utils.attention.CrossAttentionHead` is the same head (its tests compare it with
+# PyTorch's `nn.MultiheadAttention` given separate key and value widths). Two decoder positions reading
+# five encoder positions of another width give one row of weights per decoder position:
+
+# %%
+from course_utils.attention import CrossAttentionHead as ReferenceCrossHead
+
+cross_head = ReferenceCrossHead(d_model=16, d_context=24, d_head=4)
+encoder_out = torch.randn(5, 24)                 # (context_pos, d_context)
+decoder_x = torch.randn(2, 16)                   # (pos, d_model)
+print("output:", tuple(cross_head(decoder_x, encoder_out).shape), " W_K:", tuple(cross_head.W_K.shape),
+      " W_Q:", tuple(cross_head.W_Q.shape))
 
 # %% [markdown]
 # ## 7 · One attention head as a module

@@ -2,24 +2,36 @@
 
 - ``attention_scores``: q kᵀ / sqrt(d_head), one row per query;
 - ``sdp_attention``: scaled dot-product attention without a mask, the softmax over the keys;
+- ``sdp_attention_backward``: dL/dq, dL/dk, dL/dv of that attention by hand, through the softmax Jacobian;
+- ``cross_attention_head``: queries from x, keys and values from a context of another width (the student
+  writes the class);
 - ``attention_head``: one head as a torch module (the student writes the class; the check copies in
   seeded weights, so only the maths is compared).
 
-``_cases`` holds the inputs the first two share (the notebook's the / cat / sat example first).
+``_cases`` holds the inputs the first three share (the notebook's the / cat / sat example first).
 """
 
 from course_utils.checks.attention.attention_head import ATTENTION_HEAD, check_attention_head
 from course_utils.checks.attention.attention_scores import ATTENTION_SCORES, check_attention_scores
+from course_utils.checks.attention.cross_attention_head import CROSS_ATTENTION_HEAD, check_cross_attention_head
 from course_utils.checks.attention.sdp_attention import SDP_ATTENTION, check_sdp_attention
+from course_utils.checks.attention.sdp_attention_backward import SDP_ATTENTION_BACKWARD, check_sdp_attention_backward
 
-EXERCISES = {ex.name: ex for ex in (ATTENTION_SCORES, SDP_ATTENTION, ATTENTION_HEAD)}
+EXERCISES = {
+    ex.name: ex
+    for ex in (ATTENTION_SCORES, SDP_ATTENTION, SDP_ATTENTION_BACKWARD, CROSS_ATTENTION_HEAD, ATTENTION_HEAD)
+}
 
 __all__ = [
     "ATTENTION_HEAD",
     "ATTENTION_SCORES",
+    "CROSS_ATTENTION_HEAD",
     "EXERCISES",
     "SDP_ATTENTION",
+    "SDP_ATTENTION_BACKWARD",
     "check_attention_head",
     "check_attention_scores",
+    "check_cross_attention_head",
     "check_sdp_attention",
+    "check_sdp_attention_backward",
 ]
