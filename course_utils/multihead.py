@@ -6,9 +6,11 @@ Covers ``split_heads``/``merge_heads`` (the reshapes between a ``d_model``-wide 
 ``W_O`` (n_heads, d_head, d_model) and ``b_O`` (d_model,) (the layout of notebook 03's single
 head, with a head axis in front, and of TransformerLens), its per-head view (each head's output
 through its own ``W_O[h]``, which sums to the module's output), copying the weights into
-``torch.nn.MultiheadAttention``, and counting parameters and matmul FLOPs.
+``torch.nn.MultiheadAttention``, the same layer with one fused ``W_QKV`` projection
+(``FusedMultiHeadAttention``, the storage of ``nn.MultiheadAttention`` and nanoGPT), and counting
+parameters and matmul FLOPs.
 The attention itself is ``course_utils.attention.scaled_dot_product_attention``.
-Leaves out grouped-query attention, KV caching and dropout.
+Leaves out grouped-query attention (``course_utils.grouped_query``), KV caching and dropout.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from jaxtyping import Bool, Float
 from torch import Tensor, nn
 
 from course_utils.attention import attention_pattern, scaled_dot_product_attention
+from course_utils.masking import causal_mask
 from course_utils.validate import positive_int
 
 
@@ -186,6 +189,45 @@ def to_torch_mha(module: MultiHeadAttention) -> nn.MultiheadAttention:
             )
             torch_mha.out_proj.bias.copy_(module.b_O)
     return torch_mha
+
+
+class FusedMultiHeadAttention(nn.Module):
+    """Multi-head attention with one fused projection: ``W_QKV = nn.Linear(d_model, 3 * d_model)``.
+
+    Its output features are q, then k, then v (each ``d_model`` wide, head ``h`` owning features
+    ``h * d_head`` onwards within each), the layout of ``nn.MultiheadAttention.in_proj_weight`` and
+    nanoGPT's ``c_attn``; ``W_O = nn.Linear(d_model, d_model)``. ``causal=True`` applies the causal
+    mask. ``FusedMultiHeadAttention(8, 2)(x)`` maps (batch, pos, 8) to (batch, pos, 8).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, causal: bool = False, bias: bool = True):
+        super().__init__()
+        self.d_model, self.n_heads, self.causal = d_model, _check_n_heads(d_model, n_heads), bool(causal)
+        self.W_QKV = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: Float[Tensor, "batch pos d_model"]) -> Float[Tensor, "batch pos d_model"]:
+        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"x must have shape (batch, pos, d_model={self.d_model}), got {getattr(x, 'shape', type(x).__name__)}"
+            )
+        q, k, v = (split_heads(t, self.n_heads) for t in self.W_QKV(x).split(self.d_model, dim=-1))
+        mask = causal_mask(x.shape[1], device=x.device) if self.causal else None
+        return self.W_O(merge_heads(scaled_dot_product_attention(q, k, v, mask)))
+
+
+def to_fused(module: MultiHeadAttention, causal: bool = False) -> FusedMultiHeadAttention:
+    """The same layer as ``module`` with its projections fused into ``W_QKV`` (``causal`` as given)."""
+    torch_mha = to_torch_mha(module)  # its in_proj is the fused (3 * d_model, d_model) weight
+    fused = FusedMultiHeadAttention(module.d_model, module.n_heads, causal, bias=module.b_Q is not None)
+    fused = fused.to(device=module.W_Q.device, dtype=module.W_Q.dtype)
+    with torch.no_grad():
+        fused.W_QKV.weight.copy_(torch_mha.in_proj_weight)
+        fused.W_O.weight.copy_(torch_mha.out_proj.weight)
+        if module.b_Q is not None:
+            fused.W_QKV.bias.copy_(torch_mha.in_proj_bias)
+            fused.W_O.bias.copy_(torch_mha.out_proj.bias)
+    return fused
 
 
 def attention_cost(d_model: int, n_heads: int, n_ctx: int, bias: bool = True) -> dict[str, int]:

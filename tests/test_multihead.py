@@ -7,7 +7,15 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_utils.masking import causal_mask, padding_mask
-from course_utils.multihead import MultiHeadAttention, attention_cost, merge_heads, split_heads, to_torch_mha
+from course_utils.multihead import (
+    FusedMultiHeadAttention,
+    MultiHeadAttention,
+    attention_cost,
+    merge_heads,
+    split_heads,
+    to_fused,
+    to_torch_mha,
+)
 
 
 def _module(d_model=24, n_heads=3, bias=True, seed=0):
@@ -156,3 +164,23 @@ def test_the_course_mask_reaches_torch_sdpa_as_is_and_nn_multihead_attention_inv
     torch.testing.assert_close(theirs, ours)
     wrong, _ = to_torch_mha(module)(x, x, x, attn_mask=mask.repeat_interleave(3, dim=0), need_weights=False)
     assert not torch.allclose(wrong, ours)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_layer_matches_the_unfused_one_and_torch(causal):
+    module, x = _module(), _x()
+    fused = to_fused(module, causal=causal)
+    assert set(dict(fused.named_parameters())) == {"W_QKV.weight", "W_QKV.bias", "W_O.weight", "W_O.bias"}
+    mask = causal_mask(7) if causal else None
+    torch.testing.assert_close(fused(x), module(x, mask), rtol=0, atol=1e-12)
+    expected, _ = to_torch_mha(module)(x, x, x, attn_mask=None if mask is None else ~mask, need_weights=False)
+    torch.testing.assert_close(fused(x), expected, rtol=0, atol=1e-12)
+
+
+def test_fused_layer_refuses_bad_input():
+    with pytest.raises(ValueError, match="n_heads"):
+        FusedMultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match="x must have shape"):
+        FusedMultiHeadAttention(8, 2)(torch.randn(3, 8))
+    with pytest.raises(TypeError, match="module"):
+        to_fused(FusedMultiHeadAttention(8, 2))

@@ -2,6 +2,14 @@
 # jupyter:
 #   course:
 #     exercises:
+#       fused_multi_head_attention:
+#         difficulty: 2
+#         minutes: 15
+#         points: 3
+#       grouped_query_attention:
+#         difficulty: 3
+#         minutes: 20
+#         points: 3
 #       induction_scores:
 #         difficulty: 2
 #         minutes: 10
@@ -51,7 +59,9 @@
 #    through its own slice of $W_O$, and the proposals are summed";
 # 4. count parameters and FLOPs to see why 8 heads of width 64 cost the same as one head of 512, and
 #    how many weights GPT-3's attention holds;
-# 5. train a tiny two-layer model (it takes seconds on a CPU; the cell times it) and find two heads
+# 5. write the layer again the way PyTorch and nanoGPT store it, with one fused $W_{QKV}$ projection, and
+#    then with fewer key/value heads than query heads (**grouped-query attention**, exercises);
+# 6. train a tiny two-layer model (it takes seconds on a CPU; the cell times it) and find two heads
 #    that learned different jobs, a **previous-token head** and an **induction head**, by writing
 #    the two scores that detect them (exercises).
 
@@ -354,7 +364,145 @@ swapped, _ = torch_mha(x64, x64, x64, attn_mask=mask6, need_weights=False)
 print("nn.MultiheadAttention given the course's mask as is, same answer?", torch.allclose(ours, swapped, atol=1e-6))
 
 # %% [markdown]
-# ## 7 · Different heads learn different jobs
+# ### Exercise: One fused projection (3 points, difficulty 2/3, about 15 min)
+#
+# `nn.MultiheadAttention` keeps $W_Q$, $W_K$ and $W_V$ as **one** matrix, `in_proj_weight` of shape
+# `(3 * d_model, d_model)`, and nanoGPT does the same with its `c_attn` layer: one matrix product gives
+# q, k and v side by side, which is faster than three small ones. Write `FusedMultiHeadAttention`:
+# `__init__(d_model, n_heads, causal=False)` creates `self.W_QKV = nn.Linear(d_model, 3 * d_model)` and
+# `self.W_O = nn.Linear(d_model, d_model)` (both with biases); `forward(x)` maps `(batch, pos, d_model)`
+# to `(batch, pos, d_model)`. The output features of `W_QKV` are all of q, then all of k, then all of v
+# (`d_model` each), and within each, head $h$ owns features $h \cdot d_\text{head}$ onwards, as in
+# section 2. With `causal=True` a query sees only keys at or before it. The check copies the weights of
+# a seeded `nn.MultiheadAttention` into your module and compares the outputs.
+
+# %%
+class FusedMultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, causal: bool = False):
+        # BEGIN SOLUTION
+        super().__init__()
+        self.n_heads, self.causal = n_heads, causal
+        self.W_QKV = nn.Linear(d_model, 3 * d_model)
+        self.W_O = nn.Linear(d_model, d_model)
+        # END SOLUTION
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # (batch, pos, d_model) -> (batch, pos, d_model)
+        # BEGIN SOLUTION
+        batch, pos, d_model = x.shape
+        q, k, v = self.W_QKV(x).split(d_model, dim=-1)  # each (batch, pos, d_model)
+        q, k, v = (t.view(batch, pos, self.n_heads, -1).transpose(1, 2) for t in (q, k, v))  # (batch, head, pos, d_head)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (batch, head, q_pos, k_pos)
+        if self.causal:
+            allowed = torch.ones(pos, pos, dtype=torch.bool, device=x.device).tril()
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        z = scores.softmax(dim=-1) @ v  # (batch, head, q_pos, d_head)
+        return self.W_O(z.transpose(1, 2).reshape(batch, pos, d_model))  # heads side by side, then W_O
+        # END SOLUTION
+
+
+# %%
+from course_utils.checks.multihead_attention import check_fused_multi_head_attention
+
+check_fused_multi_head_attention(FusedMultiHeadAttention)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("fused_multi_head_attention")` for a nudge and `hint("fused_multi_head_attention", 2)` for a stronger one.
+#
+# The fused layer holds exactly the numbers of the per-head one, only arranged differently:
+# `multihead.to_fused` rearranges `layer64`'s weights into a `W_QKV`, and the two layers agree:
+
+# %%
+fused_layer = multihead.to_fused(layer64, causal=True)
+print("W_QKV weight:", tuple(fused_layer.W_QKV.weight.shape), " W_O weight:", tuple(fused_layer.W_O.weight.shape))
+print("same parameter count:", sum(p.numel() for p in fused_layer.parameters()) == sum(p.numel() for p in layer64.parameters()))
+print("fused layer == per-head layer with the causal mask:", torch.allclose(fused_layer(x64), ours, atol=1e-12))
+
+# %% [markdown]
+# ## 7 · Grouped-query attention: fewer keys and values to keep
+#
+# When a model generates text, it keeps every earlier token's keys and values (the **KV cache**, notebook
+# 09) so that it does not recompute them at each step. With ordinary multi-head attention that is one key
+# and one value of width $d_\text{head}$ per head, per layer, per token, and at long contexts the cache
+# outweighs the model. **Grouped-query attention** (GQA) keeps all the query heads but only `n_kv_heads`
+# key/value heads: the query heads are cut into groups of `n_heads // n_kv_heads` consecutive heads, and
+# each group shares one key/value head. `n_kv_heads = n_heads` is ordinary multi-head attention and
+# `n_kv_heads = 1` is **multi-query attention**. Llama 2 70B uses 64 query heads and 8 key/value heads of
+# width 128 over 80 layers; the cache for one sequence of 4,096 tokens, in numbers and in bf16 bytes:
+
+# %%
+from course_utils.grouped_query import kv_cache_values
+
+llama2_70b = {"n_layers": 80, "d_head": 128, "n_ctx": 4096}
+print("Llama 2 70B:", llama2_70b, "and 64 query heads")
+for label, kv_heads in (("multi-head, 64 KV heads", 64), ("grouped, 8 KV heads", 8), ("multi-query, 1 KV head", 1)):
+    values = kv_cache_values(n_kv_heads=kv_heads, **llama2_70b)
+    print(f"{label:<24} {values:>14,} numbers = {2 * values / 2**30:5.2f} GiB in bf16")
+
+# %% [markdown]
+# ### Exercise: Grouped-query attention (3 points, difficulty 3/3, about 20 min)
+#
+# Write `GroupedQueryAttention(d_model, n_heads, n_kv_heads)`, without biases (as in Llama): in
+# `__init__`, parameters `W_Q` of shape `(n_heads, d_model, d_head)`, `W_K` and `W_V` of shape
+# `(n_kv_heads, d_model, d_head)` and `W_O` of shape `(n_heads, d_head, d_model)`, with
+# $d_\text{head} = d_\text{model} / n_\text{heads}$; in `forward(x, mask=None)`, the multi-head attention
+# of section 3 in which query head $h$ uses key/value head $h$ // (`n_heads // n_kv_heads`). `mask` is `None`
+# or a `(q_pos, k_pos)` boolean tensor, True = may attend. The check loads seeded weights into your module
+# by name and compares with PyTorch's `F.scaled_dot_product_attention(..., enable_gqa=True)`.
+
+# %%
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int):
+        # BEGIN SOLUTION
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.d_head = n_heads, n_kv_heads, d_model // n_heads
+        self.W_Q = nn.Parameter(torch.randn(n_heads, d_model, self.d_head) / math.sqrt(d_model))
+        self.W_K = nn.Parameter(torch.randn(n_kv_heads, d_model, self.d_head) / math.sqrt(d_model))
+        self.W_V = nn.Parameter(torch.randn(n_kv_heads, d_model, self.d_head) / math.sqrt(d_model))
+        self.W_O = nn.Parameter(torch.randn(n_heads, self.d_head, d_model) / math.sqrt(d_model))
+        # END SOLUTION
+
+    def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
+        # (batch, pos, d_model) -> (batch, pos, d_model)
+        # BEGIN SOLUTION
+        q = torch.einsum("bpm,hmd->bhpd", x, self.W_Q)  # (batch, n_heads, pos, d_head)
+        k = torch.einsum("bpm,hmd->bhpd", x, self.W_K)  # (batch, n_kv_heads, pos, d_head)
+        v = torch.einsum("bpm,hmd->bhpd", x, self.W_V)
+        group = self.n_heads // self.n_kv_heads
+        k = k.repeat_interleave(group, dim=1)  # (batch, n_heads, pos, d_head): head h reads kv head h // group
+        v = v.repeat_interleave(group, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (batch, n_heads, q_pos, k_pos)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        z = scores.softmax(dim=-1) @ v  # (batch, n_heads, q_pos, d_head)
+        return torch.einsum("bhpd,hdm->bpm", z, self.W_O)
+        # END SOLUTION
+
+
+# %%
+from course_utils.checks.multihead_attention import check_grouped_query_attention
+
+check_grouped_query_attention(GroupedQueryAttention)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("grouped_query_attention")` for a nudge and `hint("grouped_query_attention", 2)` for a stronger one.
+#
+# The course's `grouped_query.GroupedQueryAttention` can skip the copies: PyTorch's fused kernel, told
+# `enable_gqa=True`, reads each key/value head for its whole group. Both paths agree, and the weights
+# shrink with the key/value heads (here 8 query heads of width 8 sharing 2 key/value heads):
+
+# %%
+from course_utils.grouped_query import GroupedQueryAttention as CourseGQA
+
+gqa = CourseGQA(64, 8, 2, generator=torch.Generator().manual_seed(0)).double()
+x_gqa = torch.randn(2, 6, 64, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+print(f"d_model = {gqa.d_model}: {gqa.n_heads} query heads of width {gqa.d_head}, {gqa.n_kv_heads} key/value heads")
+print("copies of K, V vs enable_gqa=True:", torch.allclose(gqa(x_gqa, mask6), gqa(x_gqa, mask6, impl="fused"), atol=1e-12))
+print("parameters: grouped", sum(p.numel() for p in gqa.parameters()), "vs multi-head",
+      sum(p.numel() for p in multihead.MultiHeadAttention(64, 8, bias=False).parameters()))
+
+# %% [markdown]
+# ## 8 · Different heads learn different jobs
 #
 # Why have several heads at all? Because training makes them specialise. To see it happen in
 # seconds, take a toy task where specialisation is *required*: sequences that repeat a random block
