@@ -66,6 +66,30 @@ def forward_flops(cfg: ModelConfig, seq_len: int, batch: int = 1) -> dict[str, i
     return {"weights": weights, "attention": attention, "total": weights + attention}
 
 
+def forward_flops_by_operation(cfg: ModelConfig, seq_len: int) -> dict[str, int]:
+    """Forward FLOPs per token, operation by operation (Kaplan et al. 2020, Table 1, in this module's
+    conventions): ``{"qkv", "scores", "reduce", "output", "mlp", "unembedding", "total"}``.
+
+    Summed over the layers; attention as the dense square of ``seq_len`` keys; the MLP counts the
+    ``experts_per_token`` experts a token runs through and the router. ``total`` equals
+    ``forward_flops_per_token(cfg, seq_len)``. GPT-2 small at 1,024: ``qkv`` 2·12·768·2,304 = 42,467,328.
+    """
+    _check(cfg)
+    positive_int("seq_len", seq_len)
+    d, layers, d_kv = cfg.d_model, cfg.n_layers, cfg.kv_heads * cfg.d_head
+    expert = (3 if cfg.gated else 2) * d * cfg.mlp_width
+    router = d * cfg.n_experts if cfg.n_experts > 1 else 0
+    flops = {
+        "qkv": 2 * layers * d * (d + 2 * d_kv),
+        "scores": 2 * layers * seq_len * cfg.n_heads * cfg.d_head,  # q · k for every key
+        "reduce": 2 * layers * seq_len * cfg.n_heads * cfg.d_head,  # the pattern-weighted sum of the values
+        "output": 2 * layers * cfg.n_heads * cfg.d_head * d,
+        "mlp": 2 * layers * (cfg.experts_per_token * expert + router),
+        "unembedding": 2 * d * cfg.d_vocab,
+    }
+    return {**flops, "total": sum(flops.values())}
+
+
 def forward_flops_per_token(cfg: ModelConfig, seq_len: int) -> float:
     """``forward_flops(cfg, seq_len)["total"] / seq_len``:
     ``2 * matmul_parameters + 4 * n_layers * seq_len * d_model``."""

@@ -14,6 +14,10 @@ drops the ``as²b`` terms (the attention scores, recomputed in the backward pass
 only each layer's input (2sbh) and recomputes the whole layer. ``saved_activation_bytes`` measures
 the same thing on a real module: the bytes of every tensor autograd saves, parameters excluded.
 
+``training_bytes`` adds it up for a whole training step in mixed precision: bf16 weights and
+gradients, a float32 master copy and Adam's two float32 moments (16 bytes a parameter,
+``compute.training_memory``), plus every layer's activations.
+
 ``activation_bytes_per_layer(GPT2_SMALL, 1024)["total"]`` -> 1024·768·(34 + 5·12·1024/768) =
 89,653,248 bytes.
 
@@ -29,7 +33,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from course_utils.counting import ModelConfig
+from course_utils.compute import training_memory
+from course_utils.counting import ModelConfig, count_parameters
 from course_utils.validate import one_of, positive_int
 
 RECOMPUTE = ("none", "selective", "full")
@@ -62,6 +67,20 @@ def activation_bytes_per_layer(
     mlp = (2 + drop) * s * b * h + 4 * s * b * cfg.mlp_width
     norms = 4 * s * b * h
     return {"attention": attention, "mlp": mlp, "norms": norms, "layer_input": 0, "total": attention + mlp + norms}
+
+
+def training_bytes(cfg: ModelConfig, seq_len: int, batch: int = 1, recompute: str = "none") -> dict[str, int]:
+    """Bytes of a mixed-precision Adam training step: ``{"weights", "gradients", "adam_m", "adam_v",
+    "master_weights", "activations", "total"}``; activations for all ``n_layers`` (with dropout).
+
+    GPT-2 small, 8 sequences of 1,024: 16 · 124,439,808 bytes of parameter state, plus 12 layers of
+    1024 · 8 · 768 · (34 + 5 · 12 · 1024 / 768) bytes.
+    """
+    per_layer = activation_bytes_per_layer(cfg, seq_len, batch, recompute=recompute)["total"]  # checks cfg, sizes
+    state = training_memory(count_parameters(cfg)["total"], "mixed")
+    parts = {key: value for key, value in state.items() if key != "total"}
+    parts["activations"] = cfg.n_layers * per_layer
+    return {**parts, "total": sum(parts.values())}
 
 
 def saved_activation_bytes(run: Callable[[], torch.Tensor], module: nn.Module) -> int:

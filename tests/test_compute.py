@@ -63,6 +63,43 @@ def test_torch_nn_decoder_flops_and_parameters(cfg):
     assert compute.measure_flops(model, tokens) == expected  # MoE: each token really runs through k experts
 
 
+@pytest.mark.parametrize("cfg", [_GPT2_TINY, _LLAMA_TINY.with_(n_experts=4, experts_per_token=2)], ids=["gpt2", "moe"])
+def test_flops_by_operation_match_the_flop_counter_module_by_module(cfg):
+    """Each operation against FlopCounterMode's count for the modules that run it (the attention module's
+    own products, outside its four projections, are the scores and the reduce over the values)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    model, tokens = Decoder(cfg), _tokens(cfg, batch=3, pos=9)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(tokens)
+    per_module = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
+
+    def measured(*suffixes):  # FLOPs per token of every module whose name ends with one of the suffixes
+        return sum(n for name, n in per_module.items() if name.endswith(suffixes)) // tokens.numel()
+
+    ours = compute.forward_flops_by_operation(cfg, seq_len=9)
+    projections = measured(".attn.W_Q", ".attn.W_K", ".attn.W_V", ".attn.W_O")
+    assert ours["qkv"] == measured(".attn.W_Q", ".attn.W_K", ".attn.W_V")
+    assert ours["output"] == measured(".attn.W_O")
+    assert ours["scores"] == ours["reduce"] and ours["scores"] + ours["reduce"] == measured(".attn") - projections
+    assert ours["mlp"] == measured(".mlp")
+    assert ours["unembedding"] == measured("Decoder") - measured(".attn", ".mlp")  # tied: a product in Decoder itself
+    assert ours["total"] == compute.forward_flops_per_token(cfg, 9) == sum(v for k, v in ours.items() if k != "total")
+
+
+def test_flops_by_operation_worked_example_gpt3():
+    """GPT-3 at 2,048 tokens, by hand: 2 · 96 · 12,288 · 36,864 for Q, K and V, 2 · 96 · 2,048 · 12,288 for the
+    scores and for the reduce, 2 · 96 · 12,288² for W_O, 2 · 96 · 2 · 12,288 · 49,152 for the MLP."""
+    flops = compute.forward_flops_by_operation(counting.GPT3_175B, 2048)
+    assert flops["qkv"] == 2 * 96 * 12288 * 3 * 12288 == 86_973_087_744
+    assert flops["scores"] == flops["reduce"] == 2 * 96 * 2048 * 12288 == 4_831_838_208
+    assert flops["output"] == 2 * 96 * 12288**2 and flops["mlp"] == 2 * 96 * 2 * 12288 * 49152
+    assert flops["unembedding"] == 2 * 12288 * 50257
+    with pytest.raises(ValueError, match="seq_len"):
+        compute.forward_flops_by_operation(counting.GPT3_175B, 0)
+
+
 def test_moe_costs_follow_active_parameters_not_total():
     moe = _LLAMA_TINY.with_(n_experts=8, experts_per_token=2)
     report = compute.moe_capacity_and_cost(moe, seq_len=16)

@@ -92,3 +92,22 @@ def test_bad_inputs_name_the_argument():
         activation_bytes_per_layer(GPT2_SMALL, 8, dropout=1)
     with pytest.raises(TypeError, match="module"):
         saved_activation_bytes(lambda: None, "block")
+
+
+def test_training_bytes_worked_example_and_recomputation():
+    """GPT-2 small, 8 sequences of 1,024, by hand: 124,439,808 parameters at 2 + 2 + 4 + 4 + 4 bytes, and
+    12 layers of sbh(34 + 5as/h) bytes; selective recomputation keeps 34sbh, full only 2sbh."""
+    from course_utils.memory import training_bytes
+
+    n, s, b, h, a = 124_439_808, 1024, 8, 768, 12
+    parts = training_bytes(GPT2_SMALL, s, b)
+    assert (parts["weights"], parts["gradients"], parts["master_weights"]) == (2 * n, 2 * n, 4 * n)
+    assert parts["adam_m"] == parts["adam_v"] == 4 * n
+    assert parts["activations"] == 12 * (34 * s * b * h + 5 * a * s * s * b) == 8_606_711_808
+    assert parts["total"] == 16 * n + parts["activations"]
+    assert training_bytes(GPT2_SMALL, s, b, "selective")["activations"] == 12 * 34 * s * b * h
+    assert training_bytes(GPT2_SMALL, s, b, "full")["activations"] == 12 * 2 * s * b * h
+    with pytest.raises(ValueError, match="recompute"):
+        training_bytes(GPT2_SMALL, s, b, "some")
+    with pytest.raises(ValueError, match="cfg"):
+        training_bytes(LLAMA3_8B, s, b)

@@ -11,6 +11,10 @@
 #         difficulty: 2
 #         minutes: 10
 #         points: 2
+#       flops_by_operation:
+#         difficulty: 2
+#         minutes: 15
+#         points: 3
 #       mlp_parameter_count:
 #         difficulty: 1
 #         minutes: 5
@@ -23,6 +27,10 @@
 #         difficulty: 2
 #         minutes: 10
 #         points: 2
+#       training_memory_breakdown:
+#         difficulty: 2
+#         minutes: 15
+#         points: 3
 #   jupytext:
 #     cell_metadata_filter: all
 #     notebook_metadata_filter: course,-jupytext.text_representation.jupytext_version
@@ -52,10 +60,14 @@
 # 1. count a model from its configuration, category by category;
 # 2. rebuild GPT-3's parameter table, and see why two careful counts differ;
 # 3. count GPT-2, the 2017 Transformer, Llama 3 8B and Mixtral 8x7B (total vs active);
-# 4. turn parameters into FLOPs (forward ≈ 2N per token, training ≈ 6ND) and check that with PyTorch's FLOP counter;
-# 5. turn parameters into bytes: weights, gradients, Adam's moments, activations and the KV cache;
+# 4. turn parameters into FLOPs (forward ≈ 2N per token, training ≈ 6ND), check that with PyTorch's FLOP counter,
+#    and take a token's FLOPs apart operation by operation;
+# 5. turn parameters into bytes: weights, gradients, Adam's moments, activations (the whole training step's
+#    memory is an exercise) and the KV cache;
 # 6. turn FLOPs into days at a given utilisation, and ask how many tokens a model should see (Chinchilla);
 # 7. see why generating text is limited by memory bandwidth rather than arithmetic.
+#
+# **6 exercises, 14 points, about 70 minutes in all.**
 
 # %%
 import torch
@@ -213,6 +225,7 @@ def attention_parameter_count(d_model: int, n_heads: int, n_kv_heads: int, bias:
 # %%
 from course_utils.checks.parameter_counting import (check_attention_parameter_count, check_mlp_parameter_count,
                                                     check_model_parameter_count, check_training_flops_estimate)
+from course_utils.checks.parameter_counting import check_flops_by_operation, check_training_memory_breakdown
 
 check_attention_parameter_count(attention_parameter_count)
 
@@ -539,6 +552,72 @@ check_training_flops_estimate(training_flops_estimate)
 # %% [markdown]
 # Hints: `hint("training_flops_estimate")`, then `hint("training_flops_estimate", 2)`.
 #
+# ### Exercise: a token's FLOPs, operation by operation (3 points, difficulty 2/3, about 15 min)
+#
+# Kaplan et al. 2020 (Table 1) split a token's forward pass into the products it runs. Write
+# `flops_by_operation(cfg, seq_len)`: the forward FLOPs of one token at a context of `seq_len`,
+# summed over the layers, as a dict with these keys:
+#
+# - `"qkv"`: the token's query, key and value projections (with grouped-query attention, keys and
+#   values are only `n_kv_heads * d_head` wide);
+# - `"scores"`: its query against the `seq_len` keys, every head; `"reduce"`: the pattern-weighted
+#   sum of the `seq_len` values, every head (the dense square, as above);
+# - `"output"`: the output projection `W_O`; `"mlp"`: the MLP, and for a mixture of experts the
+#   `experts_per_token` experts the token runs through plus the router (`d_model x n_experts`);
+# - `"unembedding"`: the last product, a product even when the matrix is tied to the embedding;
+# - `"total"`: their sum.
+#
+# The conventions of this section hold: 2 FLOPs per multiply-add, matrix products only (no biases,
+# norms, softmax or activation), the embedding lookup free. Use the config's fields and properties
+# (`cfg.kv_heads`, `cfg.d_head`, `cfg.mlp_width`, `cfg.gated`); do not call `compute`. The check wants
+# whole numbers, exactly.
+
+# %%
+def flops_by_operation(cfg: ModelConfig, seq_len: int) -> dict[str, int]:
+    """Forward FLOPs per token by operation, summed over the layers, and their total."""
+    # BEGIN SOLUTION
+    d, layers = cfg.d_model, cfg.n_layers
+    d_kv = cfg.kv_heads * cfg.d_head  # width of the keys and of the values
+    expert = (3 if cfg.gated else 2) * d * cfg.mlp_width  # weights of one MLP
+    router = d * cfg.n_experts if cfg.n_experts > 1 else 0
+    flops = {
+        "qkv": 2 * layers * d * (d + 2 * d_kv),
+        "scores": 2 * layers * seq_len * d,  # every head: its query against seq_len keys of d_head
+        "reduce": 2 * layers * seq_len * d,  # every head: seq_len values of d_head, weighted by the pattern
+        "output": 2 * layers * d * d,
+        "mlp": 2 * layers * (cfg.experts_per_token * expert + router),
+        "unembedding": 2 * d * cfg.d_vocab,
+    }
+    flops["total"] = sum(flops.values())
+    return flops
+    # END SOLUTION
+
+
+# %%
+check_flops_by_operation(flops_by_operation)
+
+# %% [markdown]
+# Hints: `hint("flops_by_operation")`, then `hint("flops_by_operation", 2)`.
+#
+# The course's `compute.forward_flops_by_operation` gives the same table (the course's tests match
+# every entry with PyTorch's FLOP counter, module by module). For GPT-3 at its full context, and what
+# the rule of thumb 2N leaves out:
+
+# %%
+gpt3_ops = compute.forward_flops_by_operation(counting.GPT3_175B, 2048)
+for op, n in gpt3_ops.items():
+    print(f"{op:>12}: {n:>16,} FLOPs per token ({n / gpt3_ops['total']:6.2%})")
+rule = compute.approximate_forward_flops(counting.GPT3_175B)  # 2N, N without the embedding matrices
+in_no_product = counting.non_embedding_parameters(gpt3_strict := counting.GPT3_175B) - (
+    compute.matmul_parameters(gpt3_strict) - gpt3_strict.d_model * gpt3_strict.d_vocab)  # biases and norms
+print(f"total - 2N = {gpt3_ops['total'] - rule:,} = scores + reduce + unembedding "
+      f"- 2 x the {in_no_product:,} biases and norms, which are in N but in no product: "
+      f"{gpt3_ops['total'] - rule == gpt3_ops['scores'] + gpt3_ops['reduce'] + gpt3_ops['unembedding'] - 2 * in_no_product}")
+
+# %% [markdown]
+# At GPT-3's size the MLP and the projections are nearly everything; attention's two products over
+# the context and the unembedding are the part of the count that 2N leaves out.
+#
 # ### Capacity and cost of a mixture of experts
 #
 # For Mixtral the two answers differ by a factor of more than three: the FLOPs per token follow the
@@ -610,6 +689,57 @@ print(f"full recomputation redoes the whole forward pass: 8N instead of 6N per t
 # Activations grow with the batch, weights and optimizer state do not; none of this fits GPT-3 on
 # one accelerator, which is why such models are trained across many.
 #
+# ### Exercise: the memory of a training step (3 points, difficulty 2/3, about 15 min)
+#
+# Put the two parts together. Write `training_memory_breakdown(cfg, seq_len, batch, recompute)`: the
+# bytes of one training step with Adam in mixed precision, for a GPT-style `cfg` (LayerNorm, a plain
+# MLP, dropout, no grouped-query attention, no experts), as a dict with the keys `"weights"` and
+# `"gradients"` (bf16), `"master_weights"`, `"adam_m"` and `"adam_v"` (float32), `"activations"` and
+# `"total"`. Count every parameter of `cfg` (you may use `counting.count_parameters(cfg)["total"]`).
+# For the activations of each of the `n_layers` layers, take the breakdown above with any `d_mlp`:
+# the MLP keeps `3sbh + 4sb·d_mlp` bytes (so the part without the scores is `18sbh + 4sb·d_mlp`),
+# and attention's scores add `5as²b`. `recompute` is `"none"`, `"selective"` (the scores are not
+# kept) or `"full"` (only each layer's input, `2sbh`). Whole numbers of bytes, exactly; do not call
+# `compute` or `memory`.
+
+# %%
+def training_memory_breakdown(cfg: ModelConfig, seq_len: int, batch: int, recompute: str) -> dict[str, int]:
+    """Bytes of one mixed-precision Adam training step, part by part, and their total."""
+    # BEGIN SOLUTION
+    n = counting.count_parameters(cfg)["total"]
+    s, b, h, a = seq_len, batch, cfg.d_model, cfg.n_heads
+    kept = 18 * s * b * h + 4 * s * b * cfg.mlp_width  # inputs of the products, Q, K, V, the MLP's hidden pair, masks
+    scores = 5 * a * s * s * b  # the softmax output, its dropout mask and the dropped-out pattern
+    per_layer = {"none": kept + scores, "selective": kept, "full": 2 * s * b * h}[recompute]
+    parts = {
+        "weights": 2 * n,  # bf16
+        "gradients": 2 * n,  # bf16
+        "master_weights": 4 * n,  # the float32 copy the optimizer updates
+        "adam_m": 4 * n,
+        "adam_v": 4 * n,
+        "activations": cfg.n_layers * per_layer,
+    }
+    parts["total"] = sum(parts.values())
+    return parts
+    # END SOLUTION
+
+
+# %%
+check_training_memory_breakdown(training_memory_breakdown)
+
+# %% [markdown]
+# Hints: `hint("training_memory_breakdown")`, then `hint("training_memory_breakdown", 2)`.
+#
+# The course's `memory.training_bytes` gives the same breakdown. GPT-3 with 8 sequences of its full
+# context, under each kind of recomputation:
+
+# %%
+for recompute in memory.RECOMPUTE:
+    step = memory.training_bytes(counting.GPT3_175B, gpt3.n_ctx, 8, recompute)
+    print(f"recompute {recompute!r:>11}: parameters and Adam {(step['total'] - step['activations']) / GB:,.0f} GB, "
+          f"activations {step['activations'] / GB:,.0f} GB, total {step['total'] / GB:,.0f} GB")
+
+# %% [markdown]
 # ### The KV cache
 #
 # Generating text one token at a time, a model keeps every earlier token's keys and values so it
