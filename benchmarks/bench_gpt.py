@@ -1,5 +1,15 @@
-"""Two measurements for notebook 09's small GPT, on the CPU, float32.
+"""Three measurements for notebook 09's small GPT, on the CPU, float32.
 
+0. Parity with nanoGPT (``--only nanogpt``): the course ``GPT`` (``impl="fused"``, ``fused_sequence_loss``,
+   ``training.make_optimizer``'s AdamW) against ``nanogpt_ref.NanoGPT``, a re-implementation (written here,
+   not copied) of the block structure of Karpathy's nanoGPT ``model.py``: ``c_attn`` one
+   ``Linear(d, 3d)``, SDPA with ``is_causal=True`` and no mask tensor, ``nn.GELU``, ``F.cross_entropy``
+   on a flattened view inside ``forward``, AdamW with its two weight-decay groups and no ``fused``
+   (as nanoGPT sets it up on a CPU). Both at nanoGPT's shape: 4 layers, 4 heads, 128 wide, T 128,
+   vocabulary 1,000, batch 16, no biases, tied embeddings, 931,968 parameters each. One thread;
+   rounds alternate the models (and which goes first); the paired ratio is nanoGPT's time / the
+   course's in the same round (above 1: the course is faster). Dropout is left out (nanoGPT's
+   ``nn.Dropout(0.0)`` calls cost a little; without them the baseline is, if anything, faster).
 1. Training throughput (tokens/s: forward + backward + AdamW step) of the course ``GPT``
    (``impl="fused"``) against a same-size model built from PyTorch's own
    ``nn.TransformerEncoderLayer`` (pre-norm, causal mask, no dropout, untied output layer like
@@ -16,7 +26,8 @@ and two ratios: of the medians, and the median of the per-repeat (paired) ratios
 spike on this shared 2-core machine disturbs least. The load average is printed before and after.
 
 Run: ``python benchmarks/bench_gpt.py --repeats 7`` (``--threads 1`` when the machine is busy) and
-paste the tables into ``benchmarks/RESULTS_gpt.md``. Not a test.
+paste the tables into ``benchmarks/RESULTS_gpt.md``; ``--only nanogpt --rounds 9`` for the parity table
+alone. Not a test (``tests/test_gpt_fused.py`` checks that ``NanoGPT`` is the course's model).
 """
 
 from __future__ import annotations
@@ -31,7 +42,14 @@ from torch import nn
 
 from course_utils.generation import generate
 from course_utils.gpt import GPT, GPTConfig
-from course_utils.training import sequence_loss
+from course_utils.gpt_fused import fused_sequence_loss
+from course_utils.threads import torch_threads
+from course_utils.training import TrainConfig, make_optimizer, sequence_loss
+
+try:
+    from benchmarks.nanogpt_ref import NANO, NanoGPT
+except ModuleNotFoundError:  # run as a script: benchmarks/ is on the path, the repository root not
+    from nanogpt_ref import NANO, NanoGPT
 
 CFG = GPTConfig(d_vocab=1000, n_ctx=128, d_model=128, n_heads=4, n_layers=4, tie_embeddings=False)
 
@@ -54,6 +72,59 @@ class TorchEncoderGPT(nn.Module):
         mask = nn.Transformer.generate_square_subsequent_mask(pos)
         x = self.blocks(self.tok(tokens) + self.pos[:pos], mask=mask, is_causal=True)
         return self.head(self.ln(x))
+
+
+def nanogpt_parity(rounds: int, steps: int = 3, batch: int = 16) -> dict:
+    """Paired per-round ratios nanoGPT time / course time, one thread, for three pairs (see the docstring)."""
+    torch.manual_seed(0)
+    tanh = GPTConfig(**{**NANO.to_dict(), "activation": "gelu_tanh"})
+    train_cfg = TrainConfig()
+    course = {"exact": GPT(NANO), "tanh": GPT(tanh)}
+    nano = {"exact": NanoGPT(NANO), "tanh": NanoGPT(tanh)}
+    counts = {m.num_params() for m in course.values()} | {sum(p.numel() for p in m.parameters()) for m in nano.values()}
+    if counts != {931_968}:
+        raise RuntimeError(f"the models differ in size: {sorted(counts)} parameters")
+    opts = {id(m): make_optimizer(m, train_cfg) for m in course.values()}
+    opts |= {id(m): m.configure_optimizer(train_cfg.max_lr, train_cfg.betas, train_cfg.weight_decay)
+             for m in nano.values()}
+    data = torch.randint(0, NANO.d_vocab, (batch, NANO.n_ctx + 1), generator=torch.Generator().manual_seed(0))
+    x, y = data[:, :-1].contiguous(), data[:, 1:].contiguous()  # as nanoGPT's get_batch stacks them
+
+    def course_step(model, loss_fn):
+        loss = loss_fn(model(x, impl="fused"), y)
+        opts[id(model)].zero_grad(set_to_none=True)
+        loss.backward()
+        opts[id(model)].step()
+
+    def nano_step(model):
+        _, loss = model(x, y)
+        opts[id(model)].zero_grad(set_to_none=True)
+        loss.backward()
+        opts[id(model)].step()
+
+    sides = {"course, exact GELU": lambda: course_step(course["exact"], fused_sequence_loss),
+             "course, tanh GELU": lambda: course_step(course["tanh"], fused_sequence_loss),
+             "course, tanh GELU, sequence_loss": lambda: course_step(course["tanh"], sequence_loss),
+             "nanoGPT, exact GELU": lambda: nano_step(nano["exact"]),
+             "nanoGPT, tanh GELU": lambda: nano_step(nano["tanh"])}
+    times = {name: [] for name in sides}
+    with torch_threads(1):
+        for step in sides.values():  # warm-up
+            step(), step()
+        for r in range(rounds):
+            for name in list(sides)[:: 1 if r % 2 == 0 else -1]:  # alternate which goes first
+                start = time.perf_counter()
+                for _ in range(steps):
+                    sides[name]()
+                times[name].append((time.perf_counter() - start) / steps)
+    pairs = {"same maths, exact GELU (nanoGPT's)": ("course, exact GELU", "nanoGPT, exact GELU"),
+             "same maths, tanh GELU (the course's default)": ("course, tanh GELU", "nanoGPT, tanh GELU"),
+             "course default + sequence_loss vs nanoGPT": ("course, tanh GELU, sequence_loss", "nanoGPT, exact GELU")}
+    out = {"ms": {name: 1e3 * statistics.median(t) for name, t in times.items()}, "pairs": {}}
+    for label, (ours, theirs) in pairs.items():
+        ratios = sorted(b / a for a, b in zip(times[ours], times[theirs]))
+        out["pairs"][label] = {"median": statistics.median(ratios), "min": ratios[0], "max": ratios[-1]}
+    return out
 
 
 def _gelu_tanh(x):
@@ -121,16 +192,33 @@ def load_average() -> str:
         return "unknown"
 
 
+def print_parity(rounds: int) -> None:
+    print(f"nanoGPT parity, 1 thread, {rounds} rounds of 3 steps, load average {load_average()} at the start")
+    par = nanogpt_parity(rounds)
+    print("| model | ms per step (median) |\n|---|---|")
+    for name, ms in par["ms"].items():
+        print(f"| {name} | {ms:.1f} |")
+    print("| pair | paired speed ratio course / nanoGPT: median | min | max |\n|---|---|---|---|")
+    for label, r in par["pairs"].items():
+        print(f"| {label} | {r['median']:.3f} | {r['min']:.3f} | {r['max']:.3f} |")
+    print(f"load average {load_average()} at the end")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=9, help="rounds of the nanoGPT comparison (one thread)")
+    parser.add_argument("--only", choices=["nanogpt"], default=None, help="run the nanoGPT comparison alone")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: torch's choice); 1 is steadier while other jobs share the cores")
     args = parser.parse_args()
+    print(f"{datetime.datetime.now():%Y-%m-%d %H:%M}, torch {torch.__version__}")
+    print_parity(args.rounds)
+    if args.only:
+        return
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"{datetime.datetime.now():%Y-%m-%d %H:%M}, torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"load average {load_average()} at the start")
+    print(f"{torch.get_num_threads()} threads, load average {load_average()} at the start")
     tp = throughput(max(args.repeats, 5) * 3)
     print("| model | parameters | tokens/s (median) |\n|---|---|---|")
     for name, r in tp["models"].items():

@@ -3,8 +3,9 @@
 Covers ``fused_qkv`` (Q, K and V of every head in one matmul over ``W_Q``, ``W_K``, ``W_V`` side by
 side), ``fused_out`` (the heads through ``W_O`` as one matrix), ``fused_attention`` (those two around
 ``F.scaled_dot_product_attention``; the reference is ``MultiHeadAttention`` of notebook 05),
-``fused_mlp`` (the reference is notebook 06's ``MLP``) and the pre-norm block in as few kernels as
-possible (the reference is ``gpt.Block.forward``), which ``GPT(..., impl="fused")`` trains with.
+``fused_mlp`` (the reference is notebook 06's ``MLP``), the pre-norm block in as few kernels as
+possible (the reference is ``gpt.Block.forward``), which ``GPT(..., impl="fused")`` trains with, and
+``fused_sequence_loss`` (the reference is ``training.sequence_loss``).
 Each reads the modules' own parameters and gives the same numbers up to float rounding, gradients
 too (tests/test_gpt.py). ``generation.py`` reuses the pieces for its fused KV-cache step.
 Leaves out the model's structure and its readable forward (``gpt.py``), dropout and mixed precision.
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from jaxtyping import Float
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from course_utils.mlp import MLP
@@ -29,9 +30,12 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda h: F.gelu(h,
 
 
 def _qkv_weight(attn: MultiHeadAttention) -> tuple[Tensor, Tensor | None]:
-    """W_Q, W_K, W_V side by side as one (d_model, 3·head·d_head) matrix, and their biases as one row."""
-    W_QKV = torch.cat([attn.W_Q, attn.W_K, attn.W_V])  # (3·head, d_model, d_head)
-    W_QKV = W_QKV.permute(1, 0, 2).reshape(attn.d_model, -1)  # (d_model, 3·head·d_head)
+    """W_Q, W_K, W_V side by side as one (d_model, 3·head·d_head) matrix, and their biases as one row.
+
+    Columns: Q of head 0, 1, ..., then K, then V. One copy (the three read as (d_model, head, d_head)).
+    """
+    W_QKV = torch.cat([W.transpose(0, 1) for W in (attn.W_Q, attn.W_K, attn.W_V)], dim=1)  # (d_model, 3·head, d_head)
+    W_QKV = W_QKV.view(attn.d_model, -1)  # (d_model, 3·head·d_head)
     b_QKV = None if attn.b_Q is None else torch.cat([attn.b_Q, attn.b_K, attn.b_V]).reshape(-1)
     return W_QKV, b_QKV
 
@@ -81,14 +85,16 @@ def _fused_pre_norm_block(block: "Block", x: Float[Tensor, "batch pos d_model"])
 
     ``F.layer_norm``; one ``addmm`` for Q, K and V of every head; SDPA with ``is_causal``; one
     ``addmm`` that adds the residual stream to the heads' writes through W_O; the MLP in two
-    ``addmm``. No argument checks: ``GPT.forward`` checked the tokens, the shapes follow from them.
+    ``addmm`` (``benchmarks/bench_gpt.py`` times it against a nanoGPT-shaped model). No argument checks:
+    ``GPT.forward`` checked the tokens, the shapes follow from them.
     """
     attn, mlp, ln1, ln2 = block.attn, block.mlp, block.ln1, block.ln2
     batch, pos, d_model = x.shape
     x = x.reshape(batch * pos, d_model)  # the residual stream, one row per position
     W_QKV, b_QKV = _qkv_weight(attn)
     qkv = _linear(F.layer_norm(x, (d_model,), ln1.w, ln1.b, ln1.eps), W_QKV, b_QKV)  # (batch·pos, 3·d_model)
-    q, k, v = qkv.view(batch, pos, 3, attn.n_heads, attn.d_head).permute(2, 0, 3, 1, 4)  # (batch, head, pos, d_head)
+    # split, not one permute: backward then joins the three gradients with one cat instead of a stack and a copy
+    q, k, v = (t.view(batch, pos, attn.n_heads, attn.d_head).transpose(1, 2) for t in qkv.split(d_model, dim=1))
     z = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch * pos, d_model)
     x = torch.addmm(x, z, attn.W_O.reshape(d_model, d_model))  # x + the heads' writes, summed
     if attn.b_O is not None:
@@ -98,3 +104,14 @@ def _fused_pre_norm_block(block: "Block", x: Float[Tensor, "batch pos d_model"])
     if mlp.b_out is not None:
         x = x + mlp.b_out
     return x.view(batch, pos, d_model)
+
+
+def fused_sequence_loss(
+    logits: Float[Tensor, "batch pos d_vocab"], targets: Int[Tensor, "batch pos"]
+) -> Float[Tensor, ""]:
+    """``training.sequence_loss`` through PyTorch's ``F.cross_entropy`` on flattened views: same numbers (tested).
+
+    One log-softmax kernel each way instead of the readable max / exp / sum / log / gather chain and
+    its input checks (a training step at nanoGPT's shape: about 5 ms instead of 22 on one thread).
+    """
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())

@@ -177,6 +177,7 @@ def _calls_06_09() -> dict:
         "gpt_fused.fused_out": mha(lambda a: GF.fused_out(a, t(2, 2, 5, 4))),
         "gpt_fused.fused_attention": mha(lambda a: GF.fused_attention(a, t(2, 5, 8))),
         "gpt_fused.fused_mlp": mlp(lambda m: GF.fused_mlp(m, t(2, 5, 8))),
+        "gpt_fused.fused_sequence_loss": lambda: GF.fused_sequence_loss(t(2, 5, 7), ids(2, 5)),
         "layernorm.norm_stats": lambda: LN.norm_stats(t(3, 8)),
         "layernorm.layer_norm": lambda: LN.layer_norm(t(3, 8), t(8), t(8)),
         "layernorm.batch_norm": lambda: LN.batch_norm(t(3, 8)),
