@@ -4,7 +4,9 @@ Covers: ``embed`` (the lookup), ``one_hot`` and ``embed_via_one_hot`` (the same 
 a matrix product, to show the two agree), ``gradient_descent_step`` (one plain SGD update, for the
 worked example), ``TokenEmbedding``, a minimal ``nn.Module`` holding ``W_E``, ``tied_logits`` (the
 unembedding of a model that ties ``W_U = W_Eᵀ``, as GPT-2 does), ``changed_rows`` (which rows of a
-table an update moved) and ``add_token_rows`` (growing the vocabulary by new rows).
+table an update moved), ``add_token_rows`` (growing the vocabulary by new rows) and
+``input_embedding_backward``, the gradients of GPT-2's input layer x = W_E[ids] + W_pos[:pos] written
+by hand (a scatter-add into W_E's rows, a sum over the batch for W_pos), tested against autograd.
 
 Leaves out: tokenisation (notebook 01), positions (``course_utils.positions``), and training loops
 (optimisers are PyTorch's own).
@@ -135,3 +137,30 @@ def add_token_rows(
         torch.randn(n_new, W_E.shape[1], generator=generator, dtype=W_E.dtype, device=where) * init_std
     )  # (n_new, d_model)
     return torch.cat([W_E.detach(), new.to(W_E.device)])  # (d_vocab + n_new, d_model)
+
+
+def input_embedding_backward(
+    token_ids: Int[Tensor, "batch pos"], grad_out: Float[Tensor, "batch pos d_model"], d_vocab: int, n_ctx: int
+) -> tuple[Float[Tensor, "d_vocab d_model"], Float[Tensor, "n_ctx d_model"]]:
+    """(dL/dW_E, dL/dW_pos) for x = W_E[token_ids] + W_pos[:pos], given dL/dx (``grad_out``).
+
+    Row t of dL/dW_E is the sum of ``grad_out`` over every place token t occurs (repeats add up, unseen
+    tokens get zeros); row p of dL/dW_pos is the sum over the batch at position p (rows past ``pos`` are zero).
+    ``token_ids=[[1, 1]]``, ``grad_out=[[[1.], [2.]]]``, d_vocab 3, n_ctx 2 -> ``([[0.], [3.], [0.]], [[1.], [2.]])``.
+    """
+    positive_int("d_vocab", d_vocab), positive_int("n_ctx", n_ctx)
+    float_tensor("grad_out", grad_out, "(batch, pos, d_model)", min_dims=3)
+    _check_ids(token_ids, d_vocab)
+    if token_ids.ndim != 2 or tuple(token_ids.shape) != tuple(grad_out.shape[:-1]):
+        raise ValueError(
+            f"token_ids must have shape (batch, pos) = grad_out's first two dims {tuple(grad_out.shape[:-1])}, "
+            f"got {tuple(token_ids.shape)}"
+        )
+    n_pos, d_model = grad_out.shape[-2:]
+    if n_pos > n_ctx:
+        raise ValueError(f"the input has {n_pos} positions, more than n_ctx={n_ctx}")
+    grad_W_E = grad_out.new_zeros(d_vocab, d_model)
+    grad_W_E.index_add_(0, token_ids.reshape(-1).to(grad_out.device), grad_out.reshape(-1, d_model))
+    grad_W_pos = grad_out.new_zeros(n_ctx, d_model)
+    grad_W_pos[:n_pos] = grad_out.sum(dim=0)  # (pos, d_model)
+    return grad_W_E, grad_W_pos

@@ -17,12 +17,18 @@ Covers:
   ``halves_order(d)`` permutes one layout into the other, and the scores agree (which is why
   ``transformers`` permutes the rows of Meta's query and key weights when it converts a checkpoint).
 
-Leaves out: ALiBi and other relative-bias schemes, RoPE scaling for long contexts (NTK, YaRN), and
+- ``alibi_slopes(n_heads)`` and ``alibi_bias(n_heads, n_pos)``: ALiBi (Press et al.), no position
+  vectors at all but a penalty on each attention score growing linearly with the distance back to the
+  key, one slope per head (a geometric sequence; the paper's rule for a head count that is not a power of
+  two), future keys at -inf.
+
+Leaves out: other relative-bias schemes (T5's buckets), RoPE scaling for long contexts (NTK, YaRN), and
 caching the cos/sin tables.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -183,3 +189,29 @@ def rope_rotate(
         [first * cos - second * sin, first * sin + second * cos], dim=-1
     )  # (..., pos, d_head // 2, 2)
     return rotated.reshape(x.shape)  # (..., pos, d_head)
+
+
+def alibi_slopes(n_heads: int) -> Float[Tensor, "n_heads"]:
+    """ALiBi's slope per head: ``alibi_slopes(8)`` -> ``[1/2, 1/4, ..., 1/256]`` (float64).
+
+    For a power of two n the slopes are 2^(-8/n), 2^(-16/n), ..., 2^(-8); otherwise the slopes of the
+    largest power of two below n, then every other slope of twice that power (the paper's code).
+    """
+    positive_int("n_heads", n_heads)
+    closest = 2 ** math.floor(math.log2(n_heads))
+    first = 2.0 ** (-8 * torch.arange(1, closest + 1, dtype=torch.float64) / closest)
+    odd = 2 * torch.arange(n_heads - closest, dtype=torch.float64) + 1  # 1, 3, 5, ...: every other slope of 2 × closest
+    extra = 2.0 ** (-4 * odd / closest)
+    return torch.cat([first, extra])
+
+
+def alibi_bias(n_heads: int, n_pos: int) -> Float[Tensor, "n_heads n_pos n_pos"]:
+    """ALiBi's causal bias: entry [h, i, j] is -slope_h × (i - j) for j <= i and -inf for a future key j > i.
+
+    Added to the attention scores before the softmax: ``alibi_bias(1, 2)`` -> ``[[[0, -inf], [-0.00390625, 0]]]``.
+    """
+    positive_int("n_pos", n_pos)
+    pos = torch.arange(n_pos)
+    offset = (pos[None, :] - pos[:, None]).to(torch.float64)  # (q_pos, k_pos): j - i, -distance back to key j
+    bias = alibi_slopes(n_heads)[:, None, None] * offset  # (n_heads, q_pos, k_pos)
+    return bias.masked_fill(offset > 0, float("-inf"))

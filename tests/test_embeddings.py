@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.embeddings import (TokenEmbedding, add_token_rows, changed_rows, embed, embed_via_one_hot,
-                                     gradient_descent_step, one_hot, tied_logits)
+                                     gradient_descent_step, input_embedding_backward, one_hot, tied_logits)
 
 
 def _table(d_vocab=11, d_model=5, seed=0, dtype=torch.float64):
@@ -226,3 +226,28 @@ def test_gpt3_embedding_size_from_the_seed():
     with torch.device("meta"):
         layer = TokenEmbedding(d_vocab=real.tiktoken_encoding("gpt2").n_vocab, d_model=12288)
     assert sum(p.numel() for p in layer.parameters()) == 617_558_016
+
+
+def test_input_embedding_backward_agrees_with_autograd():
+    gen = torch.Generator().manual_seed(3)
+    d_vocab, n_ctx, d_model = 7, 6, 4
+    ids = torch.tensor([[1, 3, 1, 1], [0, 3, 5, 1]])  # repeats within and across rows; ids 2, 4 and 6 unused
+    W_E = torch.randn(d_vocab, d_model, generator=gen, dtype=torch.float64, requires_grad=True)
+    W_pos = torch.randn(n_ctx, d_model, generator=gen, dtype=torch.float64, requires_grad=True)
+    grad_out = torch.randn(2, 4, d_model, generator=gen, dtype=torch.float64)
+    expected = torch.autograd.grad(F.embedding(ids, W_E) + W_pos[:4], (W_E, W_pos), grad_out)
+    got = input_embedding_backward(ids, grad_out, d_vocab, n_ctx)
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e)
+    assert (got[0][[2, 4, 6]] == 0).all() and (got[1][4:] == 0).all()
+
+
+def test_input_embedding_backward_hand_worked_and_bad_input():
+    grad_W_E, grad_W_pos = input_embedding_backward(torch.tensor([[1, 1]]), torch.tensor([[[1.0], [2.0]]]), 3, 2)
+    assert grad_W_E.tolist() == [[0.0], [3.0], [0.0]] and grad_W_pos.tolist() == [[1.0], [2.0]]
+    with pytest.raises(ValueError, match="more than n_ctx=1"):
+        input_embedding_backward(torch.tensor([[1, 1]]), torch.ones(1, 2, 1), 3, 1)
+    with pytest.raises(ValueError, match="token_ids must have shape"):
+        input_embedding_backward(torch.tensor([1, 1]), torch.ones(1, 2, 1), 3, 2)
+    with pytest.raises(ValueError, match="token_ids must lie in"):
+        input_embedding_backward(torch.tensor([[1, 3]]), torch.ones(1, 2, 1), 3, 2)

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.positions import (LearnedPositionEmbedding, closest_positions, halves_order, rope_rotate, shift_rotation,
-                                    sinusoid_frequencies, sinusoidal_encoding)
+from course_utils.positions import (LearnedPositionEmbedding, alibi_bias, alibi_slopes, closest_positions, halves_order,
+                                    rope_rotate, shift_rotation, sinusoid_frequencies, sinusoidal_encoding)
 
 
 def _formula(pos: int, j: int, d_model: int) -> float:
@@ -229,3 +229,21 @@ def test_your_cat_is_a_lovely_cat():
     torch.testing.assert_close(sinusoidal_encoding(6, 8)[1], sinusoidal_encoding(4, 8)[1], rtol=0, atol=0)
     with torch.device("meta"):
         assert LearnedPositionEmbedding(n_ctx=2048, d_model=12288).W_pos.numel() == 2048 * 12288
+
+
+def test_alibi_slopes_hand_worked_for_8_heads_and_against_bloom():
+    assert alibi_slopes(8).tolist() == [1 / 2 ** h for h in range(1, 9)]  # the paper's 1/2, 1/4, ..., 1/256
+    assert alibi_slopes(6).tolist() == [1 / 4, 1 / 16, 1 / 64, 1 / 256, 1 / 2, 1 / 8]  # 4 heads' slopes, then 8's odd ones
+    bloom = pytest.importorskip("transformers.models.bloom.modeling_bloom")
+    for n_heads in (1, 6, 12, 16, 20):
+        alibi = bloom.build_alibi_tensor(torch.ones(1, 3), n_heads, torch.float64)  # (heads, 1, 3): slope × key position
+        torch.testing.assert_close(alibi_slopes(n_heads), alibi[:, 0, 1])
+
+
+def test_alibi_bias_is_causal_and_linear_in_distance():
+    bias = alibi_bias(2, 4)
+    assert bias.shape == (2, 4, 4) and torch.isinf(bias[:, 0, 1:]).all() and (bias[:, 1:, 0] < 0).all()
+    assert bias[0, 3].tolist() == [-3 / 16, -2 / 16, -1 / 16, 0.0]  # 2 heads: slopes 2^(-8/2) and 2^(-16/2)
+    assert bias[1, 2].tolist() == [-2 / 256, -1 / 256, 0.0, -math.inf]
+    with pytest.raises(ValueError, match="n_heads must be a positive int"):
+        alibi_bias(0, 4)

@@ -2,6 +2,14 @@
 # jupyter:
 #   course:
 #     exercises:
+#       alibi_bias:
+#         difficulty: 2
+#         minutes: 15
+#         points: 2
+#       embedding_backward:
+#         difficulty: 2
+#         minutes: 15
+#         points: 2
 #       embedding_lookup:
 #         difficulty: 1
 #         minutes: 5
@@ -10,6 +18,10 @@
 #         difficulty: 3
 #         minutes: 20
 #         points: 3
+#       shift_rotation:
+#         difficulty: 2
+#         minutes: 15
+#         points: 2
 #       sinusoidal_encoding:
 #         difficulty: 2
 #         minutes: 15
@@ -44,9 +56,12 @@
 #    output layer shares $W_E$ (as in GPT-2), and rows with no gradient at all under Adam or weight decay;
 # 3. prove to yourself that attention without positions ignores order;
 # 4. build the sinusoidal position table of the original transformer, add it to *YOUR CAT IS A LOVELY
-#    CAT*, and see why it needs a sine **and** a cosine at many speeds;
-# 5. meet learned positions (GPT-2, GPT-3) and rotary positions (RoPE), and verify RoPE's selling
-#    point: the query–key score depends only on how far apart two tokens are.
+#    CAT*, see why it needs a sine **and** a cosine at many speeds, and build the rotation that shifts it;
+# 5. meet learned positions (GPT-2, GPT-3) and write the backward pass of GPT-2's input layer by hand;
+# 6. meet rotary positions (RoPE), and verify their selling point: the query–key score depends only on
+#    how far apart two tokens are; then ALiBi, which adds no position vector at all.
+#
+# Six exercises, 12 points in all (each heading gives its points, difficulty and expected minutes).
 
 # %% [markdown]
 # ## 1 · Set up
@@ -516,15 +531,46 @@ print(f"cos 2 = cos1·cos1 - sin1·sin1 = {c1 * c1 - s1 * s1:.4f}   (math.cos(2)
 # %% [markdown]
 # Stack one such 2 × 2 rotation per pair and you get a block-diagonal matrix $R_k$ with
 # $PE(pos + k) = R_k \, PE(pos)$ for **every** position. So "three tokens back" is the same linear map
-# wherever you are in the sentence, which is easy for a network to learn. Checked numerically for
-# `d_model = 512`:
+# wherever you are in the sentence, which is easy for a network to learn.
+#
+# ### Exercise: the rotation that shifts the table (2 points, difficulty 2/3, about 15 min)
+#
+# Write `shift_rotation(k, d_model)`, returning the `(d_model, d_model)` matrix $R_k$ with
+# $PE(pos + k) = R_k\,PE(pos)$, where $PE(pos)$ is a **column** vector of the interleaved table of the
+# previous exercise. The form the check requires: one 2 × 2 block per pair $(2i, 2i+1)$ on the diagonal
+# and zeros elsewhere; work out each block from the two addition formulas above, remembering that the
+# pair holds the sine **first**. `k` is any integer, negative ones included (a shift back). Float64 or
+# float32 are both fine.
 
 # %%
-from course_utils.positions import shift_rotation
+def shift_rotation(k: int, d_model: int) -> torch.Tensor:
+    # BEGIN SOLUTION
+    R = torch.zeros(d_model, d_model, dtype=torch.float64)
+    for i in range(d_model // 2):
+        b = k / 10000 ** (2 * i / d_model)
+        c, s = math.cos(b), math.sin(b)
+        R[2 * i, 2 * i], R[2 * i, 2 * i + 1] = c, s
+        R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = -s, c
+    return R
+    # END SOLUTION
 
+
+# %%
+from course_utils.checks.embeddings_positions import check_shift_rotation
+
+check_shift_rotation(shift_rotation)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("shift_rotation")` gives a nudge, `hint("shift_rotation", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# With the course's `positions.shift_rotation`, checked numerically for `d_model = 512` over every
+# position of a 200-row table (in row form, $PE(pos+k)^\top = PE(pos)^\top R_k^\top$):
+
+# %%
 pe512 = positions.sinusoidal_encoding(200, 512, dtype=torch.float64)
 for k in (1, 3, 50):
-    R_k = shift_rotation(k, 512)
+    R_k = positions.shift_rotation(k, 512)
     error = (pe512[k:] - pe512[:-k] @ R_k.T).abs().max().item()
     print(f"k = {k:2d}: largest |PE(pos+k) - R_k PE(pos)| over all positions below 1e-12: {error < 1e-12};",
           "R_k is orthogonal:", torch.allclose(R_k @ R_k.T, torch.eye(512, dtype=torch.float64)))
@@ -574,6 +620,66 @@ with torch.device("meta"):
     gpt3_W_pos = LearnedPositionEmbedding(n_ctx=2048, d_model=12288)
 print(f"GPT-3: n_ctx = {gpt3_W_pos.n_ctx:,}, so W_pos has {gpt3_W_pos.n_ctx:,} × {gpt3_W_pos.d_model:,} = {gpt3_W_pos.W_pos.numel():,} parameters")
 
+
+# %% [markdown]
+# ### The backward pass of the input layer
+#
+# GPT-2's first layer is therefore `x = W_E[token_ids] + W_pos[:pos]`: a lookup in each table, added.
+# Section 3 let autograd find which rows of $W_E$ a loss reaches; here you write that gradient yourself.
+# Each row of `x` is a **copy** of one row of $W_E$ plus one row of $W_{pos}$, so the gradient of that
+# row of `x` flows back unchanged into exactly those two rows, and a row used several times collects
+# the **sum** of its gradients (the rule for any weight used more than once, the same that sums a
+# shared weight's gradient over a batch). Libraries do this with a *scatter-add*
+# (`Tensor.index_add_`); `nn.Embedding`'s backward is exactly that.
+#
+# ### Exercise: the gradients of token and position embeddings (2 points, difficulty 2/3, about 15 min)
+#
+# Write `embedding_backward(token_ids, grad_out, d_vocab, n_ctx)`: `token_ids` of shape `(batch, pos)`,
+# `grad_out` $= \partial L/\partial x$ of shape `(batch, pos, d_model)`. Return the tuple
+# `(grad_W_E, grad_W_pos)` of shapes `(d_vocab, d_model)` and `(n_ctx, d_model)`. The form the check
+# requires: the gradients of the **whole** tables, computed by hand (no autograd): rows of tokens that do
+# not occur, and rows of positions the input does not reach, are zero.
+
+# %%
+def embedding_backward(token_ids: torch.Tensor, grad_out: torch.Tensor, d_vocab: int,
+                       n_ctx: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # BEGIN SOLUTION
+    n_pos, d_model = grad_out.shape[-2:]
+    grad_W_E = torch.zeros(d_vocab, d_model, dtype=grad_out.dtype)
+    grad_W_E.index_add_(0, token_ids.reshape(-1), grad_out.reshape(-1, d_model))
+    grad_W_pos = torch.zeros(n_ctx, d_model, dtype=grad_out.dtype)
+    grad_W_pos[:n_pos] = grad_out.sum(dim=0)
+    return grad_W_E, grad_W_pos
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.embeddings_positions import check_embedding_backward
+
+check_embedding_backward(embedding_backward)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("embedding_backward")` gives a nudge, `hint("embedding_backward", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# The course's version is `course_utils.embeddings.input_embedding_backward`. On *YOUR CAT IS A LOVELY
+# CAT* with small tables, a made-up upstream gradient of all ones makes the sums easy to read: *CAT*'s
+# row collects two copies, *DOG*'s row (absent) none, and every used position one copy per sequence.
+# Autograd agrees:
+
+# %%
+from course_utils.embeddings import input_embedding_backward
+
+tables = [torch.randn(d_vocab, 3, dtype=torch.float64, requires_grad=True),     # W_E  (d_vocab, d_model = 3)
+          torch.randn(8, 3, dtype=torch.float64, requires_grad=True)]           # W_pos (n_ctx = 8, d_model = 3)
+batch_ids = cat_ids[None]                                                        # (batch = 1, pos = 6)
+ones = torch.ones(1, len(sentence), 3, dtype=torch.float64)                      # dL/dx, made up
+by_autograd = torch.autograd.grad(embed(batch_ids, tables[0]) + tables[1][: len(sentence)], tables, ones)
+by_hand = input_embedding_backward(batch_ids, ones, d_vocab, 8)
+for word in ("CAT", "YOUR", "DOG"):
+    print(f"row of {word:>4}: {by_hand[0][vocab[word]].tolist()}")
+print("rows of W_pos:", by_hand[1][:, 0].tolist(), "(first feature of each)")
+print("equal to autograd's:", all(torch.equal(h, a) for h, a in zip(by_hand, by_autograd)))
 
 # %% [markdown]
 # ## 7 · Rotary positions (RoPE)
@@ -666,6 +772,70 @@ print("halves layout on reordered features, same scores:", torch.allclose(interl
 print("halves layout on the interleaved storage, same scores:", torch.allclose(interleaved, mixed))
 
 # %% [markdown]
+# ## 8 · ALiBi: a penalty instead of a position vector
+#
+# ALiBi (*Attention with Linear Biases*, Press, Smith and Lewis; used by BLOOM and MPT) adds nothing to
+# the embeddings and rotates nothing. Inside every attention layer it adds to each score a penalty
+# proportional to how far back the key sits: the score of query $i$ for key $j \le i$ becomes
+# $q_i \cdot k_j/\sqrt{d_k} - m_h\,(i - j)$, and future keys are masked as usual. Each head $h$ has its own
+# fixed slope $m_h$, so some heads look far back and others mostly at the last few tokens. For $n$ heads,
+# $n$ a power of two, the slopes are the geometric sequence that starts at $2^{-8/n}$ and has that number
+# as its ratio. For 8 heads, worked by hand: $2^{-8/8} = 1/2$, then $1/4$, $1/8$, and so on down to
+# $2^{-8} = 1/256$. For a head count that is not a power of two, the paper's code takes the slopes of the
+# largest power of two below $n$, then the 1st, 3rd, 5th, ... slopes of twice that power until there
+# are $n$ (for 12 heads: the 8 slopes above, then $2^{-0.5}, 2^{-1.5}, 2^{-2.5}, 2^{-3.5}$ from the
+# 16-head sequence).
+#
+# ### Exercise: ALiBi's slopes and bias (2 points, difficulty 2/3, about 15 min)
+#
+# Write `alibi_bias(n_heads, n_pos)`, returning the `(n_heads, n_pos, n_pos)` tensor to add to the
+# scores: entry `[h, i, j]` is $-m_h\,(i - j)$ for a key at or before the query ($j \le i$) and `-inf`
+# for a future key ($j > i$). The form the check requires: the slopes follow the rule above, for any
+# number of heads, and rows are queries, columns keys.
+
+# %%
+def alibi_bias(n_heads: int, n_pos: int) -> torch.Tensor:
+    # BEGIN SOLUTION
+    closest = 2 ** math.floor(math.log2(n_heads))
+    slopes = [2 ** (-8 * h / closest) for h in range(1, closest + 1)]
+    slopes += [2 ** (-4 * h / closest) for h in range(1, 2 * (n_heads - closest), 2)]
+    pos = torch.arange(n_pos)
+    distance = pos[:, None] - pos[None, :]  # (q_pos, k_pos): how far back key j sits from query i
+    bias = -torch.tensor(slopes, dtype=torch.float64)[:, None, None] * distance  # (n_heads, q_pos, k_pos)
+    return bias.masked_fill(distance < 0, float("-inf"))
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.embeddings_positions import check_alibi_bias
+
+check_alibi_bias(alibi_bias)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("alibi_bias")` gives a nudge, `hint("alibi_bias", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# The course's `positions.alibi_slopes` and `positions.alibi_bias` give the hand-worked 8-head slopes
+# and the 12-head rule. To see what the bias alone does, give every key the same score, so that only
+# the penalty decides: the last query of a 6-token text then spreads its weight very differently in
+# head 1 (steepest slope) and head 8 (flattest):
+
+# %%
+print("8 heads, slopes as fractions 1/x, x =", [int(1 / m) for m in positions.alibi_slopes(8).tolist()])
+print("12 heads, slopes as powers of 2:", [round(math.log2(m), 1) for m in positions.alibi_slopes(12).tolist()])
+alibi = positions.alibi_bias(8, 6)                                  # (n_heads, q_pos, k_pos)
+print("head 1's bias, rows = queries:\n", alibi[0])
+weights_equal_scores = torch.softmax(alibi[:, -1], dim=-1)          # (n_heads, k_pos): the last query's weights
+for h in (0, 7):
+    print(f"head {h + 1}: last query's weights over keys 0..5 = {[round(w, 3) for w in weights_equal_scores[h].tolist()]}")
+
+# %% [markdown]
+# Head 1 puts 0.414 of its weight on the query's own position and 0.034 on the key five tokens back;
+# head 8 is nearly uniform. Because the penalty depends only on $i - j$, ALiBi, like RoPE, sees relative
+# positions only, and it has no table to run out of: the paper trains on short texts and evaluates on
+# longer ones.
+
+# %% [markdown]
 # ## Summary
 #
 # | | where | trained? | beyond the training length |
@@ -674,6 +844,7 @@ print("halves layout on the interleaved storage, same scores:", torch.allclose(i
 # | sinusoidal table | added to the embeddings | no (a formula) | defined for every position |
 # | learned $W_{pos}$ (GPT-2, GPT-3) | added to the embeddings | yes | no rows past `n_ctx` |
 # | RoPE | rotates q and k inside each attention layer | no (a formula) | defined, quality varies |
+# | ALiBi (BLOOM, MPT) | a distance penalty on each attention score | no (a formula) | defined, built to extrapolate |
 #
 # Next, **03 · attention** builds the mechanism these vectors feed: queries, keys, values and the
 # scaled dot product.
