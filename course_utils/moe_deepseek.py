@@ -7,6 +7,8 @@ are chosen; their gates are the chosen *unbiased* affinities divided by their su
 over the sequence of sᵢ / Σⱼ sⱼ; it equals α when a sequence's load is perfectly even.
 ``deepseek_v3_gates(torch.zeros(1, 3), 2, torch.tensor([0., 1., 2.]))`` -> gates ``[[0.5, 0.5]]``,
 experts ``[[2, 1]]`` (the bias chose them; the equal affinities 0.5 set the gates).
+``deepseek_moe`` is the whole DeepSeekMoE layer: shared experts every token runs through, plus the
+routed (fine-grained) experts this router picks, run grouped by expert (``moe_dispatch.dispatch_grouped``).
 The bias update itself is ``moe_balancing.update_selection_bias``.
 Leaves out node-limited (group) routing, the routed scaling factor (2.5 in V3's released config, a
 constant factor on every gate) and multi-token prediction.
@@ -14,11 +16,14 @@ constant factor on every gate) and multi-token prediction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from course_utils.moe_dispatch import Expert, dispatch_grouped
 from course_utils.moe_routing import check_experts_and_k, check_router_logits
 from course_utils.validate import float_tensor, non_negative_number
 
@@ -78,3 +83,30 @@ def sequence_balance_loss(
     affinity = torch.sigmoid(router_logits)
     P = (affinity / affinity.sum(dim=-1, keepdim=True)).mean(dim=1)  # (batch, n_experts)
     return alpha * (f * P).sum(dim=-1).mean()
+
+
+def deepseek_moe(
+    x: Float[Tensor, "tokens d_model"],
+    W_router: Float[Tensor, "d_model n_experts"],
+    selection_bias: Float[Tensor, "n_experts"] | None,
+    shared_experts: Sequence[Expert],
+    routed_experts: Sequence[Expert],
+    k: int,
+) -> Float[Tensor, "tokens d_model"]:
+    """DeepSeekMoE: Σ shared(x) + Σ over the k routed experts of ``deepseek_v3_gates``' gate · expert(x).
+
+    No residual (added outside the layer), as ``transformers``' ``DeepseekV3MoE`` (one group, scaling
+    factor 1). With one shared expert ``s`` and ``k = 1``, each token gets ``s(x) + routed[e](x)``: the
+    gate of a single chosen expert is 1.
+    """
+    float_tensor("x", x, "(tokens, d_model)")
+    if x.ndim != 2 or not isinstance(W_router, Tensor) or W_router.shape != (x.shape[-1], len(routed_experts)):
+        raise ValueError(
+            f"x must be (tokens, d_model) and W_router (d_model, n_routed_experts={len(routed_experts)}), got "
+            f"{tuple(x.shape)} and {getattr(W_router, 'shape', type(W_router).__name__)}"
+        )
+    gates, indices = deepseek_v3_gates(x @ W_router, k, selection_bias)
+    out = dispatch_grouped(x, indices, gates, routed_experts)
+    for expert in shared_experts:
+        out = out + expert(x)
+    return out

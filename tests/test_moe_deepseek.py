@@ -7,6 +7,7 @@ import torch
 
 from course_utils.moe_counting import DEEPSEEK_V3, DeepSeekConfig, count_deepseek, mla_parameters
 from course_utils.moe_deepseek import deepseek_v3_gates, sequence_balance_loss
+from course_utils.tolerances import tolerance
 
 
 def _logits(*shape, seed=0):
@@ -134,3 +135,56 @@ def test_small_config_every_size_maps_to_the_right_field():
                     num_experts_per_tok=3, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=10,
                     kv_lora_rank=7, qk_nope_head_dim=5, qk_rope_head_dim=2, v_head_dim=9, n_group=1, topk_group=1)
     assert hf == (counts["total"], counts["active"])
+
+
+# -- the whole layer: shared + routed experts --------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1])
+def test_deepseek_moe_matches_transformers_deepseek_v3_moe(seed):
+    """The course's layer against DeepseekV3MoE with the same weights; its one shared MLP of width
+    n_shared · d_expert is the sum of n_shared experts of width d_expert (the hidden units split)."""
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3MoE
+
+    from course_utils.moe import swiglu
+    from course_utils.moe_deepseek import deepseek_moe
+
+    config = transformers.DeepseekV3Config(hidden_size=16, moe_intermediate_size=6, n_routed_experts=8,
+                                           n_shared_experts=2, num_experts_per_tok=3, n_group=1, topk_group=1,
+                                           routed_scaling_factor=1.0, norm_topk_prob=True)
+    block = DeepseekV3MoE(config).double()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in list(block.parameters()) + [block.gate.e_score_correction_bias]:
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=p.dtype) * 0.4)
+        x = torch.randn(30, 16, generator=gen, dtype=torch.float64)
+        expected = block(x)
+    gate_up, down, m = block.experts.gate_up_proj, block.experts.down_proj, 6
+
+    def routed(e):
+        return lambda rows: swiglu(rows, gate_up[e, :m].T, gate_up[e, m:].T, down[e].T)
+
+    def shared(part):  # the hidden units [part·m, (part+1)·m) of the merged shared MLP
+        units = slice(part * m, (part + 1) * m)
+        mlp = block.shared_experts
+        return lambda rows: swiglu(rows, mlp.gate_proj.weight[units].T, mlp.up_proj.weight[units].T,
+                                   mlp.down_proj.weight[:, units].T)
+
+    with torch.no_grad():
+        ours = deepseek_moe(x, block.gate.weight.T, block.gate.e_score_correction_bias, [shared(0), shared(1)],
+                            [routed(e) for e in range(8)], 3)
+    rtol, atol = tolerance(torch.float32)  # transformers' router computes its logits and gates in float32
+    torch.testing.assert_close(ours, expected, rtol=rtol, atol=atol)
+
+
+def test_deepseek_moe_worked_example_and_bad_input():
+    from course_utils.moe_deepseek import deepseek_moe
+
+    x = torch.tensor([[1.0, 2.0]])
+    double, negate = (lambda rows: 2 * rows), (lambda rows: -rows)
+    W_router = torch.tensor([[0.0, 5.0], [0.0, 0.0]])  # the token's affinity favours routed expert 1
+    out = deepseek_moe(x, W_router, None, [double], [negate, lambda rows: 10 * rows], 1)
+    torch.testing.assert_close(out, 2 * x + 10 * x)  # shared 2x, plus the one chosen expert at gate 1
+    out = deepseek_moe(x, W_router, torch.tensor([1.0, 0.0]), [double], [negate, lambda rows: 10 * rows], 1)
+    torch.testing.assert_close(out, 2 * x - x)  # the bias picks expert 0; its gate is still 1
+    with pytest.raises(ValueError, match="W_router"):
+        deepseek_moe(x, torch.zeros(3, 2), None, [double], [negate, negate], 1)

@@ -2,10 +2,22 @@
 # jupyter:
 #   course:
 #     exercises:
+#       deepseek_moe:
+#         difficulty: 2
+#         minutes: 15
+#         points: 3
 #       dispatch_and_combine:
 #         difficulty: 2
 #         minutes: 15
 #         points: 3
+#       dispatch_with_capacity:
+#         difficulty: 2
+#         minutes: 15
+#         points: 3
+#       expert_choice:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
 #       load_balancing_loss:
 #         difficulty: 2
 #         minutes: 12
@@ -45,16 +57,18 @@
 # 1. build the router: a linear map to $E$ scores, a softmax, the top $k$, their weights rescaled to
 #    sum to 1 (exercise), and see that Mixtral's way of writing it gives the same numbers;
 # 2. send tokens to their experts efficiently, grouped by expert rather than one token at a time
-#    (exercise), and see what an expert's **capacity** does to the tokens that do not fit;
+#    (exercise), and see what an expert's **capacity** does to the tokens that do not fit, then
+#    build the block with a capacity yourself, and let the experts choose their tokens instead (exercises);
 # 3. check the whole layer against the `MixtralSparseMoeBlock` of Hugging Face `transformers`, then
 #    write the whole layer yourself: router, gates, grouped dispatch and combine (exercise);
 # 4. write the **load-balancing loss** of the Switch Transformer (exercise) and the router z-loss;
 # 5. train a small MoE three ways (no balancing, the auxiliary loss, DeepSeek-V3's bias) and watch
 #    the load over training;
 # 6. count Mixtral 8x7B's parameters: two honest answers to "how big is it?";
-# 7. meet shared and fine-grained experts and DeepSeek-V3's router, and count DeepSeek-V3's parameters.
+# 7. meet shared and fine-grained experts and DeepSeek-V3's router, count DeepSeek-V3's parameters,
+#    and write a DeepSeekMoE layer (exercise).
 #
-# **4 exercises, 12 points, about 60 minutes in all.**
+# **7 exercises, 20 points, about 100 minutes in all.**
 
 # %% [markdown]
 # ## 1 · Set up
@@ -322,6 +336,112 @@ for what, attempt in attempts.items():
 # Raising the capacity factor drops fewer tokens but reserves memory and compute that an even load
 # would never use. Keeping the load even is the better fix, with or without a capacity (it is what
 # makes dropless routing affordable), and the subject of sections 7 and 8.
+
+
+# %% [markdown]
+# ### Exercise: dispatch with a capacity (3 points, difficulty 2/3, about 15 min)
+#
+# Write the Switch Transformer's version of the layer, residual included:
+# `dispatch_with_capacity(x, W_router, experts, k, capacity_factor)`. `x` is `(tokens, d_model)`,
+# `W_router` is `(d_model, E)` and `experts` a list of $E$ functions of a `(n, d_model)` block of rows.
+#
+# 1. Route as in your router: softmax over the experts, the $k$ most probable, their probabilities
+#    renormalised to sum to 1 over all $k$ (a dropped assignment later loses its share; the others
+#    keep theirs).
+# 2. Each expert has $\lceil \text{capacity factor} \cdot T \cdot k / E \rceil$ slots for $T$ tokens.
+#    It fills them in this order: every token's first choice before any token's second choice, and
+#    within one choice in token order. Assignments that find the expert full are dropped.
+# 3. Return `x` plus every kept assignment's gate-weighted expert output, so that a token whose
+#    every assignment was dropped comes out unchanged.
+#
+# The check compares your block with the course's capacity code (`moe_routing.capacity_mask`, then
+# the grouped dispatch with only the kept assignments) on routers tilted so that experts overflow.
+
+# %%
+import math
+
+
+def dispatch_with_capacity(x, W_router, experts, k, capacity_factor):
+    # x (tokens, d_model) -> x + the kept assignments' gate-weighted expert outputs, (tokens, d_model)
+    # BEGIN SOLUTION
+    capacity = math.ceil(capacity_factor * x.shape[0] * k / len(experts))
+    top_probs, indices = torch.softmax(x @ W_router, dim=-1).topk(k, dim=-1)  # (tokens, k) each
+    gates = top_probs / top_probs.sum(dim=-1, keepdim=True)
+    out = x.clone()  # a dropped assignment adds nothing: its token goes on through the residual
+    for e, expert in enumerate(experts):
+        slot, token = torch.nonzero(indices.T == e, as_tuple=True)  # all first choices, then all second ones
+        slot, token = slot[:capacity], token[:capacity]  # the expert is full after capacity of them
+        if len(token) > 0:
+            out.index_add_(0, token, gates[token, slot].unsqueeze(-1) * expert(x[token]))
+    return out
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.mixture_of_experts import check_dispatch_with_capacity
+
+check_dispatch_with_capacity(dispatch_with_capacity)
+
+# %% [markdown]
+# Stuck? `hint("dispatch_with_capacity")` gives a nudge and `hint("dispatch_with_capacity", 2)` a stronger one.
+
+# %% [markdown]
+# ### Exercise: expert-choice routing (2 points, difficulty 2/3, about 10 min)
+#
+# Expert-choice routing (Zhou et al.) turns the choice around: instead of every token choosing $k$ experts and
+# experts overflowing, every **expert chooses** its $c$ favourite tokens, so every expert does exactly
+# the same work and nothing has to be dropped for capacity. Write
+# `expert_choice(x, W_router, experts, capacity_factor)`, with `x`, `W_router` and `experts` as in
+# the last exercise:
+#
+# 1. the router's probabilities as before, a softmax over the experts for every token;
+# 2. every expert takes the $c = \lceil \text{capacity factor} \cdot T / E \rceil$ tokens with the largest
+#    probability for it (the capacity factor is the average number of experts a token gets, at
+#    most $E$), each weighted by that probability, with no renormalisation;
+# 3. return the `(tokens, d_model)` sum of the weighted outputs, no residual: a token that no
+#    expert chose gets zeros, and one that several chose gets all their contributions.
+#
+# The check compares your layer with the course's `moe_expert_choice.expert_choice`.
+
+# %%
+def expert_choice(x, W_router, experts, capacity_factor):
+    # x (tokens, d_model) -> Σ over the experts that chose each token of gate · expert(x), (tokens, d_model)
+    # BEGIN SOLUTION
+    capacity = math.ceil(capacity_factor * x.shape[0] / len(experts))
+    probs = torch.softmax(x @ W_router, dim=-1)  # (tokens, E): each token's distribution over the experts
+    gates, chosen = probs.T.topk(capacity, dim=-1)  # (E, capacity): each expert's favourite tokens
+    out = torch.zeros_like(x)
+    for e, expert in enumerate(experts):
+        out.index_add_(0, chosen[e], gates[e].unsqueeze(-1) * expert(x[chosen[e]]))
+    return out
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.mixture_of_experts import check_expert_choice
+
+check_expert_choice(expert_choice)
+
+# %% [markdown]
+# Stuck? `hint("expert_choice")` gives a nudge and `hint("expert_choice", 2)` a stronger one.
+#
+# The price of a perfect balance: the crowd of tokens and the tilted router from above, with experts
+# choosing at capacity factor $k$ (the same work as top-$k$ routing), computed with the course's
+# `moe_expert_choice` (in float64, so that no near-tie between two tokens depends on the machine):
+
+# %%
+from course_utils.moe_expert_choice import expert_choice_routing
+
+_, chosen_tokens = expert_choice_routing(crowd.double() @ skewed.W_router.detach().double(), float(k))
+experts_per_token = torch.bincount(chosen_tokens.reshape(-1), minlength=crowd.shape[0])
+print(f"every expert takes {chosen_tokens.shape[1]} tokens; tokens by the number of experts that chose them:",
+      {n: int((experts_per_token == n).sum()) for n in range(int(experts_per_token.max()) + 1)})
+
+# %% [markdown]
+# Every expert is exactly full, yet some tokens get no expert at all (the residual carries them,
+# as it carries dropped tokens) while others get several. The choice of a token also depends on the
+# other tokens of the batch, later ones included: fine for training an encoder, awkward for
+# generating one token at a time, which is why decoder-only models kept token choice.
 
 # %% [markdown]
 # ## 6 · The same layer as Mixtral's
@@ -876,6 +996,48 @@ collapsed_logits[..., :2] = 6.0  # ... with nearly all its affinity there
 for name, logits_, chosen_experts in (("even", torch.zeros(1, 8, 8), seq_even), ("collapsed", collapsed_logits, seq_collapsed)):
     loss = moe_deepseek.sequence_balance_loss(logits_, chosen_experts, alpha=1e-4)
     print(f"{name:>9} load: sequence-wise loss = {loss.item():.1e}")
+
+# %% [markdown]
+# ### Exercise: a DeepSeekMoE layer (3 points, difficulty 2/3, about 15 min)
+#
+# Put the pieces of this section together into one layer:
+# `deepseek_moe(x, W_router, selection_bias, shared_experts, routed_experts, k)`. `x` is
+# `(tokens, d_model)`, `W_router` is `(d_model, E)` for the $E$ routed experts, `selection_bias` has
+# shape `(E,)`, and `shared_experts` (at least one) and `routed_experts` are lists of functions of a
+# `(n, d_model)` block of rows. Return, without the residual,
+#
+# $$\text{out}_t = \sum_{s \in \text{shared}} s(x_t) + \sum_{i \in \text{chosen}_t} g_{t,i}\, \text{expert}_i(x_t),$$
+#
+# with DeepSeek-V3's router: affinities $\sigma(x_t W_\text{router})$, the $k$ routed experts with the
+# largest affinity plus bias, gates $g_{t,i}$ the chosen affinities (without the bias) divided by
+# their sum. Run each routed expert once, on the tokens that chose it. Write the router yourself
+# rather than calling `moe_deepseek`; the check compares your layer with the course's
+# `moe_deepseek.deepseek_moe`, which the course's tests compare with `transformers`' `DeepseekV3MoE`.
+
+# %%
+def deepseek_moe(x, W_router, selection_bias, shared_experts, routed_experts, k):
+    # x (tokens, d_model) -> shared experts' outputs + gate-weighted routed experts' outputs, (tokens, d_model)
+    # BEGIN SOLUTION
+    affinity = torch.sigmoid(x @ W_router)  # (tokens, E): each in (0, 1) on its own, not a distribution
+    indices = (affinity + selection_bias).topk(k, dim=-1).indices  # the bias decides which experts ...
+    chosen = affinity.gather(-1, indices)  # ... but not how much they count
+    gates = chosen / chosen.sum(dim=-1, keepdim=True)  # (tokens, k)
+    out = sum(expert(x) for expert in shared_experts)  # every token, no router, no gate
+    for e, expert in enumerate(routed_experts):
+        token, slot = (indices == e).nonzero(as_tuple=True)
+        if len(token) > 0:
+            out = out.index_add(0, token, gates[token, slot].unsqueeze(-1) * expert(x[token]))
+    return out
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.mixture_of_experts import check_deepseek_moe
+
+check_deepseek_moe(deepseek_moe)
+
+# %% [markdown]
+# Stuck? `hint("deepseek_moe")` gives a nudge and `hint("deepseek_moe", 2)` a stronger one.
 
 # %% [markdown]
 # ## Summary
