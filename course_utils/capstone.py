@@ -2,13 +2,16 @@
 
 Covers ``training_loop`` (the recipe's loop written out: seeded batches, the schedule, cross-entropy,
 backward, clipping by global norm, an optimiser step; ``training.train`` without evaluation or
-progress bar, the reference of notebook 09's loop exercise) and ``assemble``, which takes the
+progress bar, the reference of notebook 09's loop exercise), ``estimate_loss`` (the recipe's validation
+loss on evenly spaced fixed windows, in eval mode and without gradients, the model's mode restored:
+``training.evaluate`` for any model called as ``model(tokens)``) and ``assemble``, which takes the
 student's objects by part (``PARTS``: ``model``, a class built from a ``GPTConfig``; ``adamw_step``,
-``lr_schedule``, ``clip_grad_norm`` and ``training_loop``, functions shaped like ``optim``'s and this
-module's) with their check verdicts, and returns a ``Capstone``: the student's part where its verdict
-passed, the course's where not, ``summary()`` saying which in one line and ``train()`` running the
-loop. The student's model starts from the course model's seeded initialisation (its ``state_dict``
-loaded), so both runs start from the same weights. Leaves out evaluation and plots (``training``).
+``lr_schedule``, ``clip_grad_norm``, ``training_loop`` and ``estimate_loss``, functions shaped like
+``optim``'s and this module's) with their check verdicts, and returns a ``Capstone``: the student's part
+where its verdict passed, the course's where not, ``summary()`` saying which in one line, ``train()``
+running the loop and ``validation_loss()`` the evaluation. The student's model starts from the course
+model's seeded initialisation (its ``state_dict`` loaded), so both runs start from the same weights.
+Leaves out plots and the progress bar (``training``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from course_utils.gpt import GPT
 from course_utils.gpt_config import GPTConfig
 from course_utils.optim import StepOptimizer, clip_grad_norm, lr_schedule
 from course_utils.training import TrainConfig, get_batch, make_optimizer, sequence_loss
-from course_utils.validate import positive_int
+from course_utils.validate import int_tensor, positive_int
 
 PARTS = {  # part -> what the summary calls it
     "model": "model",
@@ -31,6 +34,7 @@ PARTS = {  # part -> what the summary calls it
     "lr_schedule": "schedule",
     "clip_grad_norm": "clipping",
     "training_loop": "loop",
+    "estimate_loss": "evaluation",
 }
 
 
@@ -58,6 +62,27 @@ def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_g
         optimizer.step()
         losses.append(loss.item())
     return losses
+
+
+@torch.no_grad()
+def estimate_loss(model: nn.Module, ids, n_windows: int) -> float:
+    """Mean next-token loss on ``n_windows`` evenly spaced windows of ``ids`` (no randomness), in eval mode.
+
+    Window k starts at ``linspace(0, len(ids) - n_ctx - 1, n_windows)[k]`` (truncated), as in
+    ``training.evaluate``; the model is put back in the mode it was in. ``ids`` on the model's device.
+    """
+    int_tensor("ids", ids, " (token ids)")
+    n_ctx = model.cfg.n_ctx
+    if ids.ndim != 1 or len(ids) <= n_ctx:
+        raise ValueError(f"ids must be a 1-d tensor of more than n_ctx={n_ctx} token ids, got shape {tuple(ids.shape)}")
+    positive_int("n_windows", n_windows)
+    starts = torch.linspace(0, len(ids) - n_ctx - 1, n_windows).long()
+    windows = ids[starts[:, None] + torch.arange(n_ctx + 1)]  # (n_windows, n_ctx + 1)
+    was_training = model.training
+    model.eval()
+    loss = sequence_loss(model(windows[:, :-1]), windows[:, 1:])
+    model.train(was_training)
+    return loss.item()
 
 
 class FusedGPT(nn.Module):
@@ -94,12 +119,13 @@ class Capstone:
     lr_schedule: Callable
     clip_grad_norm: Callable
     loop: Callable
+    estimate_loss: Callable
     train_cfg: TrainConfig
     yours: dict
     why_not: dict
 
     def summary(self) -> str:
-        """One line: ``'all parts yours: model, AdamW, schedule, clipping, loop'``, or which are the course's, why."""
+        """One line: ``'all parts yours: model, AdamW, ..., evaluation'``, or which are the course's, why."""
         mine = [PARTS[p] for p in PARTS if self.yours[p]]
         if len(mine) == len(PARTS):
             return f"all parts yours: {', '.join(mine)}"
@@ -118,6 +144,11 @@ class Capstone:
         train_ids = train_ids.to(next(self.model.parameters()).device)  # so a loop that never moves a batch works
         return self.loop(self.model, self.optimizer, train_ids, self.train_cfg, n_steps, self.lr_schedule,
                          self.clip_grad_norm)
+
+    def validation_loss(self, val_ids) -> float:
+        """The model's loss on ``train_cfg.eval_windows`` fixed windows of ``val_ids`` (the recipe's evaluation)."""
+        val_ids = val_ids.to(next(self.model.parameters()).device)
+        return float(self.estimate_loss(self.model, val_ids, self.train_cfg.eval_windows))
 
 
 def _student_model(cls, cfg: GPTConfig, course: GPT) -> tuple[nn.Module | None, str]:
@@ -162,6 +193,7 @@ def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg:
     else:
         optimizer = make_optimizer(model, train_cfg)
     own = {p: parts[p] if yours[p] else fallback for p, fallback in
-           (("lr_schedule", lr_schedule), ("clip_grad_norm", clip_grad_norm), ("training_loop", training_loop))}
-    return Capstone(model, optimizer, own["lr_schedule"], own["clip_grad_norm"], own["training_loop"], train_cfg,
-                    yours, why_not)
+           (("lr_schedule", lr_schedule), ("clip_grad_norm", clip_grad_norm), ("training_loop", training_loop),
+            ("estimate_loss", estimate_loss))}
+    return Capstone(model, optimizer, own["lr_schedule"], own["clip_grad_norm"], own["training_loop"],
+                    own["estimate_loss"], train_cfg, yours, why_not)

@@ -2,7 +2,8 @@
 
 Covers ``gpt2_config`` (a Hugging Face ``config.json`` / ``GPT2Config`` -> ``GPTConfig``;
 ``gpt2_small_config()`` is d_model 768, 12 heads of 64, 12 layers, 50,257 tokens, 1,024 positions),
-``convert_gpt2_state_dict`` (HF names and layouts -> ours), ``read_weights`` (a local
+``convert_gpt2_state_dict`` (HF names and layouts -> ours), ``to_gpt2_state_dict`` (ours -> HF's, its
+inverse: how notebook 09's check makes GPT-2-shaped tensors without downloading any), ``read_weights`` (a local
 ``model.safetensors`` or ``pytorch_model.bin``, with clear errors for a missing or corrupt file),
 ``load_gpt2`` (a file or a folder holding ``config.json`` + weights) and ``load_gpt2_from_hub``
 (downloads; only when the machine is online, never in tests).
@@ -88,6 +89,32 @@ def convert_gpt2_state_dict(hf: dict[str, Tensor], cfg: GPTConfig) -> dict[str, 
         out[p + "mlp.W_in"], out[p + "mlp.b_in"] = g("mlp.c_fc.weight"), g("mlp.c_fc.bias")  # (d_model, d_mlp)
         out[p + "mlp.W_out"], out[p + "mlp.b_out"] = g("mlp.c_proj.weight"), g("mlp.c_proj.bias")  # (d_mlp, d_model)
     return {k: v.contiguous() for k, v in out.items()}
+
+
+def to_gpt2_state_dict(model: GPT) -> dict[str, Tensor]:
+    """A course ``GPT``'s weights under Hugging Face GPT-2's names and layouts (``transformer.h.0.attn.c_attn.weight``
+    ... and ``lm_head.weight``, tied to ``wte``): ``convert_gpt2_state_dict`` undoes it exactly."""
+    if not isinstance(model, GPT):
+        raise TypeError(f"model must be a course_utils.gpt.GPT, got {type(model).__name__}")
+    cfg = model.cfg
+    if not (cfg.tie_embeddings and cfg.bias and cfg.norm == "pre" and cfg.n_heads * cfg.d_head == cfg.d_model):
+        raise ValueError("model must be GPT-2 shaped: tied embeddings, biases, pre-norm, n_heads·d_head = d_model")
+    sd, M = model.state_dict(), cfg.d_model
+    out = {"wte.weight": sd["W_E"], "wpe.weight": sd["W_pos"], "ln_f.weight": sd["ln_final.w"],
+           "ln_f.bias": sd["ln_final.b"]}
+    for i in range(cfg.n_layers):
+        p, h = f"blocks.{i}.", f"h.{i}."
+        out[h + "attn.c_attn.weight"] = torch.cat([sd[p + f"attn.W_{n}"].permute(1, 0, 2).reshape(M, M) for n in "QKV"],
+                                                  dim=1)  # (d_model, 3·d_model): Q, K, V side by side
+        out[h + "attn.c_attn.bias"] = torch.cat([sd[p + f"attn.b_{n}"].reshape(M) for n in "QKV"])
+        out[h + "attn.c_proj.weight"] = sd[p + "attn.W_O"].reshape(M, M)  # rows: head 0's d_head, then head 1's...
+        out[h + "attn.c_proj.bias"] = sd[p + "attn.b_O"]
+        out[h + "ln_1.weight"], out[h + "ln_1.bias"] = sd[p + "ln1.w"], sd[p + "ln1.b"]
+        out[h + "ln_2.weight"], out[h + "ln_2.bias"] = sd[p + "ln2.w"], sd[p + "ln2.b"]
+        out[h + "mlp.c_fc.weight"], out[h + "mlp.c_fc.bias"] = sd[p + "mlp.W_in"], sd[p + "mlp.b_in"]
+        out[h + "mlp.c_proj.weight"], out[h + "mlp.c_proj.bias"] = sd[p + "mlp.W_out"], sd[p + "mlp.b_out"]
+    hf = {f"transformer.{k}": v.detach().clone().contiguous() for k, v in out.items()}
+    return hf | {"lm_head.weight": hf["transformer.wte.weight"]}
 
 
 def read_weights(path) -> dict[str, Tensor]:

@@ -1,27 +1,29 @@
-"""The capstone (``course_utils.capstone``): the course loop replays ``training.train`` step for step, and
-``assemble`` trains with the student's parts where their checks pass and the course's where not, saying
-which in one line: every part from notebook 09's solutions (its SmallGPT included) -> "all parts yours", the
-same run as the course's; a wrong AdamW -> the course's AdamW for that part only."""
+"""The capstone (``course_utils.capstone``): the course loop replays ``training.train`` step for step,
+``estimate_loss`` is ``training.evaluate`` for any model (the mode restored), and ``assemble`` trains and
+evaluates with the student's parts where their checks pass and the course's where not, saying which in one
+line: every part from notebook 09's solutions (its SmallGPT included) -> "all parts yours", the same run as
+the course's; a wrong AdamW or a wrong evaluation -> the course's for that part only."""
 
 import pytest
 import torch
 
-from course_utils.capstone import PARTS, FusedGPT, assemble, training_loop
+from course_utils.capstone import PARTS, FusedGPT, assemble, estimate_loss, training_loop
 from course_utils.checks.small_gpt.adamw_step import adamw_l2, check_adamw_step
 from course_utils.checks.small_gpt.clip_grad_norm import check_clip_grad_norm
+from course_utils.checks.small_gpt.estimate_loss import check_estimate_loss, estimate_left_in_eval
 from course_utils.checks.small_gpt.gpt_forward import check_gpt_forward
 from course_utils.checks.small_gpt.lr_schedule import check_lr_schedule
 from course_utils.checks.small_gpt.training_loop import check_training_loop
 from course_utils.gpt import GPT, GPTConfig
 from course_utils.optim import clip_grad_norm, lr_schedule
-from course_utils.training import TrainConfig, make_optimizer, train
+from course_utils.training import TrainConfig, evaluate, make_optimizer, train
 
 TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=2)
 CFG = TrainConfig(steps=30, batch_size=4, warmup_steps=3, max_lr=1e-2, min_lr=1e-3, grad_clip=0.5, seed=3)
 IDS = torch.randint(0, 30, (500,), generator=torch.Generator().manual_seed(0))
 
 CHECKS = {"adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
-          "training_loop": check_training_loop}
+          "training_loop": check_training_loop, "estimate_loss": check_estimate_loss}
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +59,15 @@ def test_every_part_yours_trains_like_the_course(student):
     parts, verdicts = student
     assert all(v.passed for v in verdicts.values()), verdicts
     capstone = assemble(parts, verdicts, TINY, CFG)
-    assert capstone.summary() == "all parts yours: model, AdamW, schedule, clipping, loop"
+    assert capstone.summary() == "all parts yours: model, AdamW, schedule, clipping, loop, evaluation"
     assert isinstance(capstone.model, parts["model"]) and capstone.loop is parts["training_loop"]
+    assert capstone.estimate_loss is parts["estimate_loss"]
     losses = capstone.train(IDS, 4)
     # the student's SmallGPT runs a readable (not fused) forward: float32 rounding apart, the course's run
-    torch.testing.assert_close(torch.tensor(losses), torch.tensor(_course_run()[1]), rtol=1e-5, atol=0)
+    reference, course_losses = _course_run()
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(course_losses), rtol=1e-5, atol=0)
+    val = capstone.validation_loss(IDS)  # the student's estimate_loss on the student's model, recipe's windows
+    assert val == pytest.approx(evaluate(reference, IDS, CFG.eval_windows), rel=1e-5)
 
 
 def test_a_wrong_adamw_falls_back_for_that_part_only(student):
@@ -71,7 +77,7 @@ def test_a_wrong_adamw_falls_back_for_that_part_only(student):
     parts, verdicts = parts | {"adamw_step": adamw_l2}, verdicts | {"adamw_step": verdict}
     capstone = assemble(parts, verdicts, TINY, CFG)
     assert capstone.summary() == (
-        "yours: model, schedule, clipping, loop; the course's: AdamW (its check has not passed)")
+        "yours: model, schedule, clipping, loop, evaluation; the course's: AdamW (its check has not passed)")
     assert {p for p in PARTS if capstone.yours[p]} == set(PARTS) - {"adamw_step"}
     assert isinstance(capstone.optimizer, torch.optim.AdamW)
     assert capstone.lr_schedule is parts["lr_schedule"] and capstone.loop is parts["training_loop"]
@@ -87,8 +93,9 @@ def test_nothing_passed_is_the_course_and_a_model_that_cannot_load_falls_back():
 
     capstone = assemble({"model": Broken}, {"model": True}, TINY, CFG)
     assert capstone.summary() == ("yours: none yet; the course's: model (it did not take the course's weights: "
-                                  "RuntimeError); AdamW, schedule, clipping, loop (their checks have not passed)")
-    assert isinstance(capstone.model, FusedGPT)
+                                  "RuntimeError); AdamW, schedule, clipping, loop, evaluation (their checks have not "
+                                  "passed)")
+    assert isinstance(capstone.model, FusedGPT) and capstone.estimate_loss is estimate_loss
     with pytest.raises(TypeError, match="model_cfg"):
         assemble({}, {}, "tiny", CFG)
     with pytest.raises(TypeError, match="train_cfg"):
@@ -105,3 +112,31 @@ def test_every_part_yours_trains_on_cuda(student):
     losses = capstone.train(IDS, 3)
     torch.testing.assert_close(torch.tensor(losses), torch.tensor(_course_run(3)[1]), rtol=1e-3, atol=0)
 
+
+
+def test_a_wrong_evaluation_falls_back_for_that_part_only(student):
+    parts, verdicts = student
+    verdict = check_estimate_loss(estimate_left_in_eval)
+    assert not verdict.passed
+    capstone = assemble(parts | {"estimate_loss": estimate_left_in_eval}, verdicts | {"estimate_loss": verdict},
+                        TINY, CFG)
+    assert capstone.summary() == ("yours: model, AdamW, schedule, clipping, loop; the course's: evaluation "
+                                  "(its check has not passed)")
+    assert capstone.estimate_loss is estimate_loss
+
+
+def test_estimate_loss_is_the_recipes_evaluation_for_any_model():
+    """The oracle is ``training.evaluate`` (the committed log's numbers) on the course model; the mode a model was
+    in comes back, and bad input names its argument."""
+    model, _ = _course_run(0)
+    for training in (True, False):
+        model.train(training)
+        assert estimate_loss(model, IDS, 7) == pytest.approx(evaluate(model, IDS, 7, impl="reference"), rel=1e-6)
+        assert model.training is training
+    assert estimate_loss(FusedGPT(model), IDS, 20) == pytest.approx(evaluate(model, IDS, 20), rel=1e-6)
+    with pytest.raises(ValueError, match="ids"):
+        estimate_loss(model, IDS[:8], 3)
+    with pytest.raises(ValueError, match="n_windows"):
+        estimate_loss(model, IDS, 0)
+    with pytest.raises(TypeError, match="ids"):
+        estimate_loss(model, IDS.float(), 3)

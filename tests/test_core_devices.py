@@ -274,6 +274,7 @@ NOT_ON_META = {
     **{f"gpt2_weights.{n}": "reads GPT-2 weight files or a transformers config: needs data"
        for n in ("convert_gpt2_state_dict", "gpt2_config", "gpt2_small_config", "load_gpt2", "load_gpt2_from_hub",
                  "read_weights")},
+    "gpt2_weights.to_gpt2_state_dict": "copies a course GPT's weights (its sizes are Python ints from the config)",
     "gpt_config.GPTConfig": "a dataclass of numbers",
     "gpt.GPT": "token ids are range-checked with .item() (its blocks are swept as gpt.Block)",
     "gpt_config.check_tokens": "range-checks token ids with .item()",
@@ -328,6 +329,7 @@ NOT_ON_META = {
     "optim.lr_schedule": "arithmetic on Python numbers",
     "optim.StepOptimizer": "an optimiser over its caller's parameters (like training.make_optimizer)",
     "capstone.training_loop": "trains a model: needs data",
+    "capstone.estimate_loss": "returns a Python float (needs data)",
     "gpu_profile.Profile": "a dataclass of configs",
     "gpu_profile.choose_profile": "picks a recipe from a name and a device, no tensors",
     "gpu_profile.train_profile": "trains a model: needs data",

@@ -18,10 +18,18 @@
 #         difficulty: 2
 #         minutes: 10
 #         points: 2
+#       convert_gpt2_weights:
+#         difficulty: 3
+#         minutes: 25
+#         points: 3
 #       embed_tokens:
 #         difficulty: 1
 #         minutes: 5
 #         points: 1
+#       estimate_loss:
+#         difficulty: 2
+#         minutes: 15
+#         points: 2
 #       gelu_mlp:
 #         difficulty: 1
 #         minutes: 10
@@ -30,6 +38,14 @@
 #         difficulty: 2
 #         minutes: 25
 #         points: 4
+#       head_ablation_cost:
+#         difficulty: 3
+#         minutes: 20
+#         points: 3
+#       init_weights:
+#         difficulty: 2
+#         minutes: 15
+#         points: 2
 #       kv_cache_step:
 #         difficulty: 3
 #         minutes: 15
@@ -45,6 +61,10 @@
 #       next_token_loss:
 #         difficulty: 2
 #         minutes: 10
+#         points: 2
+#       residual_writes:
+#         difficulty: 2
+#         minutes: 15
 #         points: 2
 #       sample_tokens:
 #         difficulty: 2
@@ -86,16 +106,17 @@
 # then generate text with and without a KV cache, look inside the trained model's heads, and see that
 # the same code runs GPT-2 small.
 #
-# You write most of it: 14 exercises, 31 points in all, about three hours (each heading gives its
-# share).
+# You write most of it: 19 exercises, 43 points in all, about four and a half hours (each heading
+# gives its share).
 #
 # 1. LayerNorm by hand; layer norm vs batch norm; pre-norm vs post-norm
-# 2. The model: blocks, the residual stream, your own GPT class by class, logits and the loss
-# 3. Training: AdamW, warm-up and cosine decay, clipping, the training loop, a bigram baseline, and
-#    your GPT trained by your own code
+# 2. The model: blocks, your own GPT class by class, GPT-2's initialisation, the residual stream
+#    piece by piece, logits and the loss
+# 3. Training: AdamW, warm-up and cosine decay, clipping, the training loop, the validation loss, a
+#    bigram baseline, and your GPT trained by your own code
 # 4. Generation: greedy, temperature, top-k, top-p, and a KV cache
-# 5. Inside the trained model: a head with a name
-# 6. GPT-2 small in the same class
+# 5. Inside the trained model: a head with a name, and what removing it costs
+# 6. GPT-2 small in the same class, its weights loaded by your code
 
 # %%
 import math
@@ -467,10 +488,93 @@ check_gpt_forward(SmallGPT)
 # Stuck? `from course_utils.checks import hint`, then `hint("gpt_forward")` for a nudge and `hint("gpt_forward", 2)` for a stronger one.
 
 # %% [markdown]
+# ### Exercise: GPT-2's initialisation (2 points, difficulty 2/3, about 15 min)
+#
+# Section 1 showed why the two matrices that write into the residual stream start smaller. Now write
+# the whole initialisation: `init_weights(model, generator)` sets, in place, every parameter of a model
+# that uses the course's names (yours or `course_utils.gpt.GPT`), as `GPT.reset_parameters` does:
+#
+# * every LayerNorm scale `w` to one, and every bias to zero: LayerNorm's shift `b` and `b_Q`, `b_K`,
+#   `b_V`, `b_O`, `b_in`, `b_out` (the per-head biases have two dimensions, so go by the name, not the shape);
+# * `W_O` and `W_out` from a normal distribution with mean 0 and standard deviation
+#   `cfg.init_std / sqrt(2 * cfg.n_layers)`;
+# * every other matrix and embedding (`W_E`, `W_pos`, `W_Q`, `W_K`, `W_V`, `W_in`, and `W_U` when it
+#   exists) with standard deviation `cfg.init_std`.
+#
+# Draw every random number from `generator`, so that one seed always gives one model. The order of the
+# draws is yours: the check runs your function on course models and compares the size (root mean
+# square) of each parameter with the course's initialisation, and the constant ones exactly.
+
+# %%
+@torch.no_grad()  # the weights are set, not learned: nothing to record for backward
+def init_weights(model: nn.Module, generator: torch.Generator) -> None:
+    # BEGIN SOLUTION
+    residual_std = model.cfg.init_std / math.sqrt(2 * model.cfg.n_layers)
+    for name, p in model.named_parameters():
+        leaf = name.split(".")[-1]  # 'blocks.0.attn.W_O' -> 'W_O'
+        if leaf == "w":  # a LayerNorm scale
+            p.fill_(1.0)
+        elif leaf.startswith("b"):  # every bias, LayerNorm's shift included
+            p.zero_()
+        elif leaf in ("W_O", "W_out"):  # the two writes into the residual stream
+            p.normal_(0.0, residual_std, generator=generator)
+        else:
+            p.normal_(0.0, model.cfg.init_std, generator=generator)
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.small_gpt import check_init_weights
+
+check_init_weights(init_weights)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("init_weights")` for a nudge and `hint("init_weights", 2)` for a stronger one.
+
+# %% [markdown]
 # **The residual stream is a sum.** Because every block only *adds*, the vector that reaches
 # `ln_final` is exactly the token embedding plus the position embedding plus every attention layer's
-# write plus every MLP's write. `residual_writes` returns those pieces; adding them up gives back the
-# model's logits:
+# write plus every MLP's write. Splitting the stream into those pieces is where much of
+# interpretability starts: which layer wrote what the logits read?
+#
+# ### Exercise: The residual stream, piece by piece (2 points, difficulty 2/3, about 15 min)
+#
+# Write `residual_writes(model, tokens)` for a course `GPT` (pre-norm) and `tokens` `(batch, pos)`.
+# Return a dict with the keys `"W_E"`, `"W_pos"`, then `"blocks.0.attn"`, `"blocks.0.mlp"`,
+# `"blocks.1.attn"` and so on for every block in order, each of shape `(batch, pos, d_model)`: the token
+# embeddings, the position embeddings (the same rows for every sequence), and what each block's
+# attention and MLP add to the stream. Run each block's parts yourself: `block.ln1`, `block.attn`
+# (with `mask=causal_mask(pos)`), `block.ln2`, `block.mlp`. The check compares with the course's
+# `GPT.residual_writes`.
+
+# %%
+@torch.no_grad()
+def residual_writes(model, tokens: torch.Tensor) -> dict:
+    # BEGIN SOLUTION
+    batch, pos = tokens.shape
+    writes = {"W_E": model.W_E[tokens], "W_pos": model.W_pos[:pos].expand(batch, pos, -1)}
+    x = writes["W_E"] + writes["W_pos"]  # (batch, pos, d_model)
+    mask = causal_mask(pos, device=tokens.device)
+    for i, block in enumerate(model.blocks):
+        writes[f"blocks.{i}.attn"] = block.attn(block.ln1(x), mask=mask)
+        x = x + writes[f"blocks.{i}.attn"]
+        writes[f"blocks.{i}.mlp"] = block.mlp(block.ln2(x))  # reads the stream with attention's write in it
+        x = x + writes[f"blocks.{i}.mlp"]
+    return writes
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.small_gpt import check_residual_writes
+
+check_residual_writes(residual_writes)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("residual_writes")` for a nudge and `hint("residual_writes", 2)` for a stronger one.
+
+# %% [markdown]
+# The course's `GPT.residual_writes` returns the same pieces. Added up, they give back the model's
+# logits:
 
 # %%
 tokens = torch.randint(0, COURSE_MODEL.d_vocab, (1, 16), generator=torch.Generator().manual_seed(2))
@@ -766,26 +870,71 @@ check_training_loop(training_loop)
 # Stuck? `from course_utils.checks import hint`, then `hint("training_loop")` for a nudge and `hint("training_loop", 2)` for a stronger one.
 
 # %% [markdown]
+# ### Exercise: The validation loss (2 points, difficulty 2/3, about 15 min)
+#
+# A step's training loss is measured on the batch the model is about to learn from, a different batch
+# every step: it is noisy, and it says nothing about text the model never trains on. The recipe judges
+# the model on the held-out tokens instead, and always on the *same* windows, so that two evaluations
+# differ only because the model did: `n_windows` windows of `n_ctx + 1` tokens, window k starting at
+# `torch.linspace(0, len(ids) - n_ctx - 1, n_windows).long()[k]`, spread evenly from the first token to
+# the last start that fits. Two habits belong to every evaluation: put the model in eval mode
+# (`model.eval()`; layers such as dropout behave differently at test time, and although this model has
+# none, an evaluation should not depend on that) and turn autograd off (`torch.no_grad()`: no graph is
+# kept, far less memory); and afterwards leave the model in the mode it was in (`model.training` says
+# which), since the caller may be in the middle of training.
+#
+# Write `estimate_loss(model, ids, n_windows)`: the mean next-token cross-entropy over every position of
+# those windows (a window's first `n_ctx` tokens are the input, its last `n_ctx` the targets), as a
+# Python float. `ids` is a 1-d tensor of token ids on the model's device. The check runs a model that
+# records the mode and the gradient setting of every forward call; the capstone below measures your
+# trained model with your function.
+
+# %%
+def estimate_loss(model, ids: torch.Tensor, n_windows: int) -> float:
+    # BEGIN SOLUTION
+    n_ctx = model.cfg.n_ctx
+    starts = torch.linspace(0, len(ids) - n_ctx - 1, n_windows).long()
+    windows = ids[starts[:, None] + torch.arange(n_ctx + 1)]  # (n_windows, n_ctx + 1)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logits = model(windows[:, :-1])  # (n_windows, n_ctx, d_vocab)
+    model.train(was_training)
+    return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten()).item()
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.small_gpt import check_estimate_loss
+
+check_estimate_loss(estimate_loss)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("estimate_loss")` for a nudge and `hint("estimate_loss", 2)` for a stronger one.
+
+# %% [markdown]
 # ### The capstone: your GPT, trained by your code
 #
 # The cell below assembles the run from your parts: your `SmallGPT`, `adamw_step`, `lr_schedule`,
-# `clip_grad_norm` and `training_loop` wherever their checks pass, the course's where they do not (the
+# `clip_grad_norm`, `training_loop` and `estimate_loss` wherever their checks pass, the course's where they do not (the
 # course's model runs PyTorch's fused kernels), and says in one line which is which
 # (`course_utils.capstone.assemble`). Your model starts from the course model's seeded initial
 # weights (your class takes its `state_dict`, as in the check) and your loop draws the recipe's
 # batches from the recipe's seed, so the run repeats the committed one step for step, up to floating
 # point. The whole recipe takes a few minutes on a CPU; the run here is its first 100 steps, through
-# the warm-up and into the cosine, compared with the committed run's log at the same steps.
+# the warm-up and into the cosine, compared with the committed run's log at the same steps: the
+# training losses, and the validation loss after the last step, measured by your `estimate_loss`.
 
 # %%
 from course_utils.capstone import assemble
-from course_utils.checks.small_gpt import (check_adamw_step, check_clip_grad_norm, check_lr_schedule,
-                                           check_training_loop)
+from course_utils.checks.small_gpt import (check_adamw_step, check_clip_grad_norm, check_estimate_loss,
+                                           check_lr_schedule, check_training_loop)
 
 parts = {"model": SmallGPT, "adamw_step": adamw_step, "lr_schedule": lr_schedule,
-         "clip_grad_norm": clip_grad_norm, "training_loop": training_loop}
+         "clip_grad_norm": clip_grad_norm, "training_loop": training_loop, "estimate_loss": estimate_loss}
 checks = {"model": check_gpt_forward, "adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule,
-          "clip_grad_norm": check_clip_grad_norm, "training_loop": check_training_loop}
+          "clip_grad_norm": check_clip_grad_norm, "training_loop": check_training_loop,
+          "estimate_loss": check_estimate_loss}
 capstone = assemble(parts, {part: check(parts[part]) for part, check in checks.items()}, COURSE_MODEL, train_cfg,
                     device=device)
 print(capstone.summary())
@@ -801,8 +950,9 @@ torch.set_num_threads(threads_for_load())  # on a crowded machine fewer threads 
 started = time.perf_counter()
 losses = capstone.train(train_ids, n_steps=CAPSTONE_STEPS)
 run_seconds = time.perf_counter() - started
+val_loss = capstone.validation_loss(val_ids)
 print(f"{CAPSTONE_STEPS} steps in {run_seconds:.0f} s on {describe_device(device)}: "
-      f"loss {losses[0]:.3f} at step 0, {losses[-1]:.3f} at step {CAPSTONE_STEPS - 1}")
+      f"loss {losses[0]:.3f} at step 0, {losses[-1]:.3f} at step {CAPSTONE_STEPS - 1}; validation loss {val_loss:.3f}")
 
 # %% [markdown]
 # Floating-point sums come out a little differently with another thread count, another machine or
@@ -823,6 +973,9 @@ last = slice(CAPSTONE_STEPS - 25, CAPSTONE_STEPS)
 print(f"step 0: the same loss as the committed run's ({theirs[0]:.3f}) to within 0.001:", abs(losses[0] - theirs[0]) < 1e-3)
 print(f"steps {last.start}-{last.stop - 1}: mean loss within 0.05 nats of the committed run's "
       f"({sum(theirs[last]) / 25:.3f}):", abs(sum(losses[last]) - sum(theirs[last])) / 25 < 0.05)
+their_val = committed_log["val_loss"][committed_log["eval_step"].index(CAPSTONE_STEPS)]
+print(f"validation loss after {CAPSTONE_STEPS} steps within 0.05 nats of the committed run's ({their_val:.3f}):",
+      abs(val_loss - their_val) < 0.05)
 print(f"the committed run after all {train_cfg.steps} steps: validation loss {committed_log['val_loss'][-1]:.3f}, "
       f"bigram {bigram:.3f}, {bigram - committed_log['val_loss'][-1]:.2f} nats better")
 print("validation loss at least 0.3 nats below the bigram baseline:", committed_log["val_loss"][-1] < bigram - 0.3)
@@ -1089,7 +1242,51 @@ print(f"newline head: layer {layer} head {head} puts {newline[layer][head]:.2f} 
 # where the previous token says most about the next one: inside a word split into several tokens
 # (in `R|om|eo`, what follows `om` depends on the `R` before it), less at a word's first token
 # (`ablation.inside_word` marks the positions). The newline head is ablated alongside, for comparison.
-# The held-out windows as above, the model's CPU copy:
+#
+# ### Exercise: What one head is worth (3 points, difficulty 3/3, about 20 min)
+#
+# Write `head_ablation_cost(model, tokens, layer, head, mode)` for a pre-norm course `GPT` and `tokens`
+# `(batch, pos)`. Run the forward pass yourself, block by block (`model.embed(tokens)`, then each
+# `block(x)`, and `model.unembed(x)` for the final LayerNorm and the logits), except in block `layer`.
+# There, compute each head's write separately with `block.attn.per_head_contributions(block.ln1(x),
+# mask)`, of shape `(batch, head, pos, d_model)` (summed over the heads, plus `block.attn.b_O`, it is the
+# attention's output); replace head `head`'s write by zeros (`mode="zero"`) or by its mean over the batch
+# at each position (`mode="mean"`); add the attention output to the stream and run the block's MLP as
+# usual. Return the ablated model's next-token loss minus the clean model's (`model(tokens)`) at every
+# scored position: a `(batch, pos - 1)` tensor in nats, position i scored on token i + 1. The check
+# compares with `course_utils.ablation`, whose version the cell after it uses.
+
+# %%
+@torch.no_grad()
+def head_ablation_cost(model, tokens: torch.Tensor, layer: int, head: int, mode: str = "zero") -> torch.Tensor:
+    # BEGIN SOLUTION
+    x = model.embed(tokens)  # (batch, pos, d_model)
+    mask = causal_mask(tokens.shape[1], device=tokens.device)
+    for i, block in enumerate(model.blocks):
+        if i == layer:
+            writes = block.attn.per_head_contributions(block.ln1(x), mask)  # (batch, head, pos, d_model)
+            own = writes[:, head]
+            replacement = torch.zeros_like(own) if mode == "zero" else own.mean(dim=0, keepdim=True)
+            x = x + writes.sum(dim=1) - own + replacement + block.attn.b_O
+            x = x + block.mlp(block.ln2(x))
+        else:
+            x = block(x)
+    targets = tokens[:, 1:]
+    clean = F.cross_entropy(model(tokens)[:, :-1].transpose(1, 2), targets, reduction="none")  # (batch, pos - 1)
+    ablated = F.cross_entropy(model.unembed(x)[:, :-1].transpose(1, 2), targets, reduction="none")
+    return ablated - clean
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.small_gpt import check_head_ablation_cost
+
+check_head_ablation_cost(head_ablation_cost)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("head_ablation_cost")` for a nudge and `hint("head_ablation_cost", 2)` for a stronger one.
+#
+# The held-out windows as above, the model's CPU copy, with the course's `head_ablation_losses`:
 
 # %%
 from course_utils.ablation import head_ablation_losses, inside_word
@@ -1188,9 +1385,10 @@ for claim in verdicts[0]:
 # GPT-2 small is this architecture at a larger size: d_model 768, 12 heads of 64, 12 layers, 50,257
 # tokens, 1,024 positions, tied embeddings, the tanh GELU. `course_utils.gpt2_weights` maps Hugging
 # Face's GPT-2 tensors onto ours (its `Conv1D` weights are stored input × output, and `c_attn` holds
-# Q, K and V side by side, so a reshape gives our per-head `W_Q`, `W_K`, `W_V`). The test suite builds a
-# random `GPT2LMHeadModel` from a `transformers` config, loads it into the course model and requires
-# the same logits to within 1e-5.
+# Q, K and V side by side, so a reshape gives our per-head `W_Q`, `W_K`, `W_V`); the exercise below
+# has you write that mapping. The test suite builds a random `GPT2LMHeadModel` from a `transformers`
+# config, loads it into the course model and into this notebook's `SmallGPT`, and requires the same
+# logits to within 1e-5.
 
 # %%
 from course_utils.gpt2_weights import gpt2_small_config
@@ -1201,6 +1399,64 @@ print(f"d_model {gpt2_cfg.d_model}, {gpt2_cfg.n_heads} heads of {gpt2_cfg.d_head
 with torch.device("meta"):
     gpt2_shape = GPT(gpt2_cfg)
 print(f"{gpt2_shape.num_params():,} parameters")
+
+# %% [markdown]
+# ### Exercise: Loading GPT-2's weights (3 points, difficulty 3/3, about 25 min)
+#
+# A GPT-2 checkpoint from Hugging Face is a dict of tensors under its own names:
+# `transformer.wte.weight`, `transformer.h.0.attn.c_attn.weight` and so on, and `lm_head.weight` (tied:
+# the same tensor as `wte`). Write `convert_gpt2_weights(hf, cfg)`, returning the dict that
+# `SmallGPT(cfg)` loads with `load_state_dict` (tied embeddings, so no `W_U`). The names, with
+# `transformer.` dropped and `h.{i}` the block `blocks.{i}`:
+#
+# | GPT-2 | ours |
+# |---|---|
+# | `wte.weight`, `wpe.weight`; `ln_f.weight`, `ln_f.bias` | `W_E`, `W_pos`; `ln_final.w`, `ln_final.b` |
+# | `h.{i}.ln_1.weight`, `h.{i}.ln_1.bias` (and `ln_2`) | `blocks.{i}.ln1.w`, `blocks.{i}.ln1.b` (and `ln2`) |
+# | `h.{i}.attn.c_attn.weight` (d_model, 3·d_model), `.bias` | `W_Q`, `W_K`, `W_V` (head, d_model, d_head); `b_Q`, `b_K`, `b_V` (head, d_head) |
+# | `h.{i}.attn.c_proj.weight` (d_model, d_model), `.bias` | `W_O` (head, d_head, d_model), `b_O` |
+# | `h.{i}.mlp.c_fc.weight`, `.bias`; `h.{i}.mlp.c_proj.weight`, `.bias` | `W_in`, `b_in`; `W_out`, `b_out` |
+#
+# (the attention's and the MLP's under `blocks.{i}.attn.` and `blocks.{i}.mlp.`). Two facts decide the
+# reshapes. GPT-2's linear layers are `Conv1D` modules, which store the weight as (in, out) so that
+# `x @ W` is the layer: our layout, not `nn.Linear`'s (out, in). And `c_attn` computes Q, K and V in
+# one product: its columns are Q's d_model columns, then K's, then V's, and within each of those head
+# 0's `d_head` columns come first, then head 1's. The rows of `c_proj` are the heads' outputs merged in
+# the same order. The check builds GPT-2-shaped tensors from a seeded course model
+# (`course_utils.gpt2_weights.to_gpt2_state_dict`, nothing downloaded) and requires that model's own
+# weights back.
+
+# %%
+def convert_gpt2_weights(hf: dict, cfg: GPTConfig) -> dict:
+    # BEGIN SOLUTION
+    sd = {name.removeprefix("transformer."): t for name, t in hf.items()}
+    M, H, Dh = cfg.d_model, cfg.n_heads, cfg.d_head
+    out = {"W_E": sd["wte.weight"], "W_pos": sd["wpe.weight"],
+           "ln_final.w": sd["ln_f.weight"], "ln_final.b": sd["ln_f.bias"]}
+    for i in range(cfg.n_layers):
+        h, p = f"h.{i}.", f"blocks.{i}."
+        W_qkv = sd[h + "attn.c_attn.weight"].split(M, dim=1)  # Q, K, V: each (d_model, d_model)
+        b_qkv = sd[h + "attn.c_attn.bias"].split(M)
+        for name, W, b in zip("QKV", W_qkv, b_qkv):
+            out[p + f"attn.W_{name}"] = W.reshape(M, H, Dh).permute(1, 0, 2)  # (head, d_model, d_head)
+            out[p + f"attn.b_{name}"] = b.reshape(H, Dh)
+        out[p + "attn.W_O"] = sd[h + "attn.c_proj.weight"].reshape(H, Dh, M)  # rows: head 0's d_head, then head 1's
+        out[p + "attn.b_O"] = sd[h + "attn.c_proj.bias"]
+        out[p + "ln1.w"], out[p + "ln1.b"] = sd[h + "ln_1.weight"], sd[h + "ln_1.bias"]
+        out[p + "ln2.w"], out[p + "ln2.b"] = sd[h + "ln_2.weight"], sd[h + "ln_2.bias"]
+        out[p + "mlp.W_in"], out[p + "mlp.b_in"] = sd[h + "mlp.c_fc.weight"], sd[h + "mlp.c_fc.bias"]
+        out[p + "mlp.W_out"], out[p + "mlp.b_out"] = sd[h + "mlp.c_proj.weight"], sd[h + "mlp.c_proj.bias"]
+    return out
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.small_gpt import check_convert_gpt2_weights
+
+check_convert_gpt2_weights(convert_gpt2_weights)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("convert_gpt2_weights")` for a nudge and `hint("convert_gpt2_weights", 2)` for a stronger one.
 
 # %% [markdown]
 # In class, on a machine that is online, open the real weights with:
@@ -1247,4 +1503,5 @@ for what, attempt in attempts.items():
 #   less work, and the saving grows with the context. Top-k and top-p cut the tail that plain
 #   sampling now and then draws from.
 # * An attention pattern suggests what a head does; an ablation shows whether the model uses it.
-# * The same class holds GPT-2 small once its tensors are reshaped into ours.
+# * The same class holds GPT-2 small once its tensors are renamed and reshaped into ours: `Conv1D`
+#   weights are (in, out), and `c_attn` packs Q, K and V, head after head.

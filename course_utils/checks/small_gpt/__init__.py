@@ -5,14 +5,20 @@
 - ``embed_tokens``: token plus position embeddings, against ``GPT.embed``;
 - ``causal_attention``, ``gelu_mlp``: the student's attention and MLP classes, the course's weights loaded in;
 - ``gpt_forward``: the student's ``SmallGPT`` (with its ``TransformerBlock``), a course model's state dict loaded in;
+- ``init_weights``: GPT-2's initialisation, each parameter's size against ``GPT.reset_parameters``;
+- ``residual_writes``: every write into the residual stream, against ``GPT.residual_writes``;
 - ``next_token_loss``: the mean cross-entropy of each position's logits against the next token;
 - ``adamw_step``, ``lr_schedule``, ``clip_grad_norm``, ``training_loop``: the training recipe's parts, against
   ``torch.optim.AdamW``, ``training.lr_at``, ``clip_grad_norm_`` and ``training.train``'s first steps;
+- ``estimate_loss``: the validation loss on fixed windows, in eval mode without gradients, the mode restored;
 - ``sample_tokens``: the sampling loop without a cache, drawing with the generator it is given;
 - ``kv_cache_step``: one attention step that appends to the KV cache and attends over all of it;
-- ``sample_with_cache``: the sampling loop with the cache, the same tokens as ``generate``'s.
+- ``sample_with_cache``: the sampling loop with the cache, the same tokens as ``generate``'s;
+- ``head_ablation_cost``: the loss change at every position when one head is zero- or mean-ablated;
+- ``convert_gpt2_weights``: Hugging Face GPT-2's tensors in the course's names and layouts.
 
-References come from the library (``layernorm``, ``gpt``, ``training``, ``generation``); the models
+References come from the library (``layernorm``, ``gpt``, ``training``, ``capstone``, ``generation``,
+``ablation``, ``gpt2_weights``); the models
 in the cases are tiny and seeded (``_cases.tiny_model``); the class exercises load their weights by
 name (``_classes.run_class``).
 """
@@ -21,13 +27,18 @@ from course_utils.checks.small_gpt.adamw_step import ADAMW_STEP, check_adamw_ste
 from course_utils.checks.small_gpt.block_forward import BLOCK_FORWARD, check_block_forward
 from course_utils.checks.small_gpt.causal_attention import CAUSAL_ATTENTION, check_causal_attention
 from course_utils.checks.small_gpt.clip_grad_norm import CLIP_GRAD_NORM, check_clip_grad_norm
+from course_utils.checks.small_gpt.convert_gpt2_weights import CONVERT_GPT2_WEIGHTS, check_convert_gpt2_weights
 from course_utils.checks.small_gpt.embed_tokens import EMBED_TOKENS, check_embed_tokens
+from course_utils.checks.small_gpt.estimate_loss import ESTIMATE_LOSS, check_estimate_loss
 from course_utils.checks.small_gpt.gelu_mlp import GELU_MLP, check_gelu_mlp
 from course_utils.checks.small_gpt.gpt_forward import SMALL_GPT, check_gpt_forward
+from course_utils.checks.small_gpt.head_ablation_cost import HEAD_ABLATION_COST, check_head_ablation_cost
+from course_utils.checks.small_gpt.init_weights import INIT_WEIGHTS, check_init_weights
 from course_utils.checks.small_gpt.kv_cache_step import KV_CACHE_STEP, check_kv_cache_step
 from course_utils.checks.small_gpt.layer_norm import LAYER_NORM, check_layer_norm
 from course_utils.checks.small_gpt.lr_schedule import LR_SCHEDULE, check_lr_schedule
 from course_utils.checks.small_gpt.next_token_loss import NEXT_TOKEN_LOSS, check_next_token_loss
+from course_utils.checks.small_gpt.residual_writes import RESIDUAL_WRITES, check_residual_writes
 from course_utils.checks.small_gpt.sample_tokens import SAMPLE_TOKENS, check_sample_tokens
 from course_utils.checks.small_gpt.sample_with_cache import SAMPLE_WITH_CACHE, check_sample_with_cache
 from course_utils.checks.small_gpt.training_loop import TRAINING_LOOP, check_training_loop
@@ -41,14 +52,19 @@ EXERCISES = {
         CAUSAL_ATTENTION,
         GELU_MLP,
         SMALL_GPT,
+        INIT_WEIGHTS,
+        RESIDUAL_WRITES,
         NEXT_TOKEN_LOSS,
         ADAMW_STEP,
         LR_SCHEDULE,
         CLIP_GRAD_NORM,
         TRAINING_LOOP,
+        ESTIMATE_LOSS,
         SAMPLE_TOKENS,
         KV_CACHE_STEP,
         SAMPLE_WITH_CACHE,
+        HEAD_ABLATION_COST,
+        CONVERT_GPT2_WEIGHTS,
     )
 }
 
@@ -57,13 +73,18 @@ __all__ = [
     "BLOCK_FORWARD",
     "CAUSAL_ATTENTION",
     "CLIP_GRAD_NORM",
+    "CONVERT_GPT2_WEIGHTS",
     "EMBED_TOKENS",
+    "ESTIMATE_LOSS",
     "EXERCISES",
     "GELU_MLP",
+    "HEAD_ABLATION_COST",
+    "INIT_WEIGHTS",
     "KV_CACHE_STEP",
     "LAYER_NORM",
     "LR_SCHEDULE",
     "NEXT_TOKEN_LOSS",
+    "RESIDUAL_WRITES",
     "SAMPLE_TOKENS",
     "SAMPLE_WITH_CACHE",
     "SMALL_GPT",
@@ -72,13 +93,18 @@ __all__ = [
     "check_block_forward",
     "check_causal_attention",
     "check_clip_grad_norm",
+    "check_convert_gpt2_weights",
     "check_embed_tokens",
+    "check_estimate_loss",
     "check_gelu_mlp",
     "check_gpt_forward",
+    "check_head_ablation_cost",
+    "check_init_weights",
     "check_kv_cache_step",
     "check_layer_norm",
     "check_lr_schedule",
     "check_next_token_loss",
+    "check_residual_writes",
     "check_sample_tokens",
     "check_sample_with_cache",
     "check_training_loop",
