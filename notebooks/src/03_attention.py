@@ -10,6 +10,10 @@
 #         difficulty: 1
 #         minutes: 5
 #         points: 1
+#       blockwise_attention:
+#         difficulty: 3
+#         minutes: 20
+#         points: 3
 #       cross_attention_head:
 #         difficulty: 2
 #         minutes: 10
@@ -46,13 +50,14 @@
 #
 # 1. turn each token vector into a **query**, a **key** and a **value** with three matrices;
 # 2. follow a three-token example by hand: scores, the $\sqrt{d_k}$ scale, softmax, weighted values;
-# 3. write attention scores and scaled dot-product attention yourself;
+# 3. write attention scores and scaled dot-product attention yourself, then attention over blocks of
+#    keys with an online softmax, the way FlashAttention computes it;
 # 4. measure *why* the scores are divided by $\sqrt{d_k}$, watch softmax saturate with a slider, and write
 #    attention's backward pass by hand to see where the gradient goes;
 # 5. see why queries and keys need different matrices, and build a cross-attention head;
 # 6. package one attention head as a PyTorch module, and count what its value/output matrices save.
 #
-# Five exercises, 11 points in all (each heading gives its points, difficulty and expected minutes).
+# Six exercises, 14 points in all (each heading gives its points, difficulty and expected minutes).
 
 # %% [markdown]
 # ## 1 · Set up
@@ -225,6 +230,76 @@ q, k, v = (torch.randn(2, 12, 64, 64, generator=gen).to(device) for _ in range(3
 reference = scaled_dot_product_attention(q, k, v)
 fused = scaled_dot_product_attention(q, k, v, impl="fused")
 print("shapes:", tuple(reference.shape), " agree within float32 tolerance:", torch.allclose(reference, fused, atol=1e-5, rtol=1e-4))
+
+# %% [markdown]
+# ### Attention one block of keys at a time
+#
+# How can a kernel compute the softmax over all keys without ever holding a full row of scores? The
+# softmax needs each row's maximum (for stability) and the sum of its exponentials, and both can be
+# kept **running** while the keys go by in blocks. Per query, keep three things: $m$, the largest score
+# seen so far; $\ell$, the sum of $e^{s - m}$ over the keys seen so far; and $o$, the same weighted sum of
+# their value rows. A new block of scores $s_1, \dots, s_B$ moves the maximum to
+# $m' = \max(m, \max_j s_j)$. Everything summed so far was measured against the old maximum, so multiply
+# it by $e^{m - m'}$ (which is 1 if the maximum did not move), then add the block's own terms:
+#
+# $$\ell \leftarrow \ell\,e^{m - m'} + \sum_j e^{s_j - m'}, \qquad o \leftarrow o\,e^{m - m'} + \sum_j e^{s_j - m'}\,v_j, \qquad m \leftarrow m'.$$
+#
+# After the last block, $o/\ell$ is exactly the attention output, and $m + \log \ell$ is the row's
+# log-sum-exp, $\log \sum_j e^{s_j}$, the one number per query FlashAttention stores for its backward
+# pass (with it, the weights can be recomputed block by block instead of stored).
+#
+# ### Exercise: attention over blocks of keys (3 points, difficulty 3/3, about 20 min)
+#
+# Write `blockwise_attention(q, k, v, block_size)`: the same attention as `sdp_attention`, computed by
+# visiting the keys (and their values) `block_size` at a time with the running updates above. The form
+# the check requires: return the tuple `(out, lse)`, the output `(..., q_pos, d_v)` and each query's
+# log-sum-exp of its **scaled** scores `(..., q_pos)`; the last block may be shorter than `block_size`.
+# The check's inputs include scores in the thousands, where $e^{s}$ overflows unless every exponent is
+# measured from the running maximum.
+
+# %%
+def blockwise_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        block_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # BEGIN SOLUTION
+    scale = 1 / math.sqrt(q.shape[-1])
+    row_max = torch.full((*q.shape[:-1], 1), float("-inf"), dtype=q.dtype)
+    row_sum = torch.zeros(*q.shape[:-1], 1, dtype=q.dtype)
+    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=q.dtype)
+    for start in range(0, k.shape[-2], block_size):
+        scores = q @ k[..., start:start + block_size, :].transpose(-2, -1) * scale  # (..., q_pos, block)
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        rescale = torch.exp(row_max - new_max)  # moves the old sums to the new maximum
+        weights = torch.exp(scores - new_max)
+        row_sum = row_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:start + block_size, :]
+        row_max = new_max
+    return out / row_sum, (row_max + row_sum.log()).squeeze(-1)
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.attention import check_blockwise_attention
+
+check_blockwise_attention(blockwise_attention)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("blockwise_attention")` gives a nudge, `hint("blockwise_attention", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# The course's version is `course_utils.blockwise_attention.blockwise_attention`. On 1,024 keys in
+# blocks of 64 it never holds more than a 64-column tile of scores, and it gives the same output as
+# the full computation (float64, so the comparison is not about rounding):
+
+# %%
+from course_utils.blockwise_attention import blockwise_attention as reference_blockwise
+
+gen = torch.Generator().manual_seed(1)
+q_long, k_long, v_long = (torch.randn(1024, 32, generator=gen, dtype=torch.float64) for _ in range(3))   # (pos, d_head)
+out_blocks, lse_blocks = reference_blockwise(q_long, k_long, v_long, block_size=64)
+print(f"{k_long.shape[0]:,} keys in blocks of 64: largest score tile {q_long.shape[0]:,} × 64 instead of "
+      f"{q_long.shape[0]:,} × {k_long.shape[0]:,}")
+print("same output as full attention:", torch.allclose(out_blocks, scaled_dot_product_attention(q_long, k_long, v_long)))
+print("same log-sum-exp:", torch.allclose(lse_blocks, attention.attention_scores(q_long, k_long).logsumexp(dim=-1)))
 
 # %% [markdown]
 # ## 4 · Why divide by √d_k?
