@@ -105,12 +105,15 @@ def test_nothing_passed_is_the_course_and_a_model_that_cannot_load_falls_back():
 @pytest.mark.gpu
 def test_every_part_yours_trains_on_cuda(student):
     """The same parts on CUDA (the student's loop never moves a batch: ``Capstone.train`` moves the ids):
-    the CPU run's losses, to the GPU's float32 tolerance over a few steps."""
+    the CPU run's losses and validation loss, to the GPU's float32 tolerance over a few steps."""
     parts, verdicts = student
     capstone = assemble(parts, verdicts, TINY, CFG, device="cuda")
     assert capstone.summary().startswith("all parts yours")
     losses = capstone.train(IDS, 3)
-    torch.testing.assert_close(torch.tensor(losses), torch.tensor(_course_run(3)[1]), rtol=1e-3, atol=0)
+    reference, course_losses = _course_run(3)
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(course_losses), rtol=1e-3, atol=0)
+    # the student's estimate_loss on the GPU (its window starts are CPU indices into the CUDA ids)
+    assert capstone.validation_loss(IDS) == pytest.approx(evaluate(reference, IDS, CFG.eval_windows), rel=1e-3)
 
 
 
