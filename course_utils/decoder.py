@@ -7,6 +7,10 @@ mixture of experts that really routes each token through ``experts_per_token`` e
 any shape the counter describes. Attention is written out (scores, causal mask, softmax, mix) so
 that its two matrix products are visible to the FLOP counter.
 
+``count_by_category`` reads a built model's parameters back into ``counting``'s categories by their
+names (``blocks.0.attn.W_Q.bias`` -> ``query``), so a real module can be compared with the formulas
+category by category.
+
 Leaves out: rotary/sinusoidal positions are not applied (they have no parameters and no matrix
 products), dropout, initialisation schemes, training and generation. The course's own model, for
 training and reading, is ``course_utils.gpt``. Build on ``torch.device("meta")`` to count without memory.
@@ -21,7 +25,7 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor, nn
 
-from course_utils.counting import ModelConfig
+from course_utils.counting import CATEGORIES, ModelConfig
 from course_utils.validate import index_tensor
 
 _ACTIVATIONS = {"gelu": F.gelu, "relu": F.relu, "swiglu": F.silu, "geglu": F.gelu}
@@ -134,3 +138,27 @@ class Decoder(nn.Module):
             x = block(x)
         x = self.norm_final(x)
         return x @ self.W_E.weight.T if self.W_U is None else self.W_U(x)
+
+
+CATEGORY_OF_MODULE = {  # the module that holds a parameter -> its category in ``counting.CATEGORIES``
+    "W_E": "embedding", "W_pos": "positions", "W_Q": "query", "W_K": "key", "W_V": "value", "W_O": "output",
+    "W_up": "mlp_up", "W_gate": "mlp_gate", "W_down": "mlp_down", "router": "router", "W_U": "unembedding",
+    "norm1": "norms", "norm2": "norms", "norm_final": "norms",
+}  # fmt: skip
+
+
+def count_by_category(model: nn.Module) -> dict[str, int]:
+    """A ``Decoder``'s parameters by category, from ``named_parameters`` (a shared tensor counted once).
+
+    ``count_by_category(Decoder(cfg))`` equals ``counting.count_parameters(cfg)`` for every config
+    (tested on the meta device); ``blocks.0.mlp.experts.3.W_up.weight`` counts under ``mlp_up``.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    counts = dict.fromkeys(CATEGORIES, 0)
+    for name, parameter in model.named_parameters():
+        holder = name.split(".")[-2]  # blocks.0.attn.W_Q.weight -> W_Q
+        if holder not in CATEGORY_OF_MODULE:
+            raise ValueError(f"model has a parameter {name!r} outside the Decoder's layout")
+        counts[CATEGORY_OF_MODULE[holder]] += parameter.numel()
+    return {**counts, "total": sum(counts.values())}

@@ -23,6 +23,10 @@
 #         difficulty: 2
 #         minutes: 15
 #         points: 3
+#       parameters_by_category:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
 #       training_flops_estimate:
 #         difficulty: 2
 #         minutes: 10
@@ -57,7 +61,8 @@
 # without using any memory.
 #
 # What you will do:
-# 1. count a model from its configuration, category by category;
+# 1. count a model from its configuration, category by category, and read a real module back into the same
+#    categories;
 # 2. rebuild GPT-3's parameter table, and see why two careful counts differ;
 # 3. count GPT-2, the 2017 Transformer, Llama 3 8B and Mixtral 8x7B (total vs active);
 # 4. turn parameters into FLOPs (forward ≈ 2N per token, training ≈ 6ND), check that with PyTorch's FLOP counter,
@@ -67,7 +72,7 @@
 # 6. turn FLOPs into days at a given utilisation, and ask how many tokens a model should see (Chinchilla);
 # 7. see why generating text is limited by memory bandwidth rather than arithmetic.
 #
-# **6 exercises, 14 points, about 70 minutes in all.**
+# **7 exercises, 16 points, about 80 minutes in all.**
 
 # %%
 import torch
@@ -275,6 +280,56 @@ for name, preset in counting.PRESETS.items():
     built = sum(p.numel() for p in model.parameters())
     print(f"{name:>13}: {built:>16,} parameters on {next(model.parameters()).device}, "
           f"counter agrees: {built == counting.count_parameters(preset)['total']}")
+
+# %% [markdown]
+# ### Exercise: a real module's parameters by category (2 points, difficulty 2/3, about 10 min)
+#
+# The total is one check; the categories are a sharper one. Write `parameters_by_category(model)` for
+# a `Decoder` (built on `meta` in the checks): go through `model.named_parameters()` and add each
+# parameter's `numel()` to its category, returning a dict with every key of `counting.CATEGORIES`
+# (zeros included) and `"total"`, as `counting.count_parameters` does. The category follows the layer
+# that holds the parameter, the second-to-last piece of its name: `blocks.0.attn.W_Q.bias` is in
+# `W_Q`, so under `"query"`; `W_E`, `W_pos`, `W_K`, `W_V`, `W_O`, `W_up`, `W_gate`, `W_down`, `router`
+# and `W_U` name the other categories, and every layer whose name starts with `norm` counts under
+# `"norms"`. (`named_parameters` lists a tensor that two modules share only once.)
+
+# %%
+def parameters_by_category(model: nn.Module) -> dict[str, int]:
+    """A Decoder's parameters by counting.CATEGORIES, and their total, from the parameters' names."""
+    # BEGIN SOLUTION
+    by_layer = {"W_E": "embedding", "W_pos": "positions", "W_Q": "query", "W_K": "key", "W_V": "value",
+                "W_O": "output", "W_up": "mlp_up", "W_gate": "mlp_gate", "W_down": "mlp_down", "router": "router",
+                "W_U": "unembedding"}
+    counts = dict.fromkeys(counting.CATEGORIES, 0)
+    for name, parameter in model.named_parameters():
+        layer = name.split(".")[-2]  # blocks.0.attn.W_Q.bias -> W_Q
+        counts["norms" if layer.startswith("norm") else by_layer[layer]] += parameter.numel()
+    counts["total"] = sum(counts.values())
+    return counts
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.parameter_counting import check_parameters_by_category
+
+check_parameters_by_category(parameters_by_category)
+
+# %% [markdown]
+# Hints: `hint("parameters_by_category")`, then `hint("parameters_by_category", 2)`.
+#
+# The course's `decoder.count_by_category` does the same; on every preset it agrees with the formula
+# counter in every category, not just in the total:
+
+# %%
+from course_utils.decoder import count_by_category
+
+for name, preset in counting.PRESETS.items():
+    with torch.device("meta"):
+        model = Decoder(preset)
+    by_category = count_by_category(model)
+    print(f"{name:>13}: every category agrees: {by_category == counting.count_parameters(preset)}; "
+          f"attention {sum(by_category[c] for c in ('query', 'key', 'value', 'output')):,}, "
+          f"MLP {sum(by_category[c] for c in ('mlp_up', 'mlp_gate', 'mlp_down', 'router')):,}")
 
 # %% [markdown]
 # The course's own model gives the same answer. `course_utils.gpt.GPT` is the decoder you build and
