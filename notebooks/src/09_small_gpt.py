@@ -997,6 +997,51 @@ if RUN_FULL_RECIPE:
           f"the committed run's {sum(committed_log['train_loss'][-50:]) / 50:.3f}")
 
 # %% [markdown]
+# ### On a GPU: a bigger model from the same notebook
+#
+# The recipe above is sized for a laptop's processor. A CUDA GPU runs the same step many times faster,
+# so on one the notebook offers a **GPU profile**: a deeper and wider model that reads a longer context,
+# trained for more steps on bigger batches. Two changes to *how* it trains make the card's time count.
+# **bfloat16 autocast** runs the matrix products in bfloat16, the format a GPU's tensor cores multiply
+# fastest, while the weights, the optimiser's moments and the loss stay float32 (autocast picks per
+# operation; nothing you wrote changes). **Fused AdamW** updates every parameter in one kernel instead of
+# several small ones per tensor. The first cell prints both profiles and the GPU profile's target: a
+# validation loss at least 0.3 nats below the CPU run's, in at most 90 s of training.
+#
+# `PROFILE` picks the profile. `"auto"` takes the GPU profile when the course's device is CUDA and the
+# CPU profile otherwise; `"cpu"` or `"gpu"` forces one (`"gpu"` needs a CUDA device). The CPU profile
+# trains nothing more here: the capstone above is its run and the committed checkpoint its result. The
+# validation losses are not quite like for like: the GPU model reads windows four times as long, and a
+# longer context alone lowers the loss a little, so part of its lead is the context and part the model.
+
+# %%
+from course_utils.gpu_profile import CPU_PROFILE, GPU_PROFILE, choose_profile
+
+PROFILE = "auto"  # "auto", "cpu" or "gpu"
+cpu_val = committed_log["val_loss"][-1]
+print(CPU_PROFILE.describe())
+print(GPU_PROFILE.describe())
+print(f"GPU profile's target: validation loss at most {cpu_val - 0.3:.3f} (the CPU run's {cpu_val:.3f} minus 0.3) "
+      f"in at most 90 s of training; the GPU model's context is {GPU_PROFILE.model.n_ctx // CPU_PROFILE.model.n_ctx} "
+      f"times as long")
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: which profile runs depends on the machine, and a GPU run's losses, time and samples on its card.
+from course_utils.gpu_profile import profile_samples, train_profile
+
+profile = choose_profile(PROFILE, device)
+print(f"profile: {profile.name}, on {describe_device(device)}")
+if profile is GPU_PROFILE:
+    gpu_run = train_profile(profile, train_ids, val_ids, device)
+    print(f"{profile.train.steps:,} steps in {gpu_run['seconds']:.0f} s ({gpu_run['tokens_per_s']:,.0f} tokens/s): "
+          f"validation loss {gpu_run['val_loss']:.3f}, {cpu_val - gpu_run['val_loss']:.2f} nats below the CPU run's")
+    print("target met:", gpu_run["val_loss"] <= cpu_val - 0.3 and gpu_run["seconds"] <= 90)
+    for text in profile_samples(gpu_run["model"], tokenizer, n_new=200):
+        print(f"---\n{text}")
+else:
+    print("the CPU profile: the capstone above is its run, the committed checkpoint its result")
+
+# %% [markdown]
 # ## 4. Generation
 #
 # Generating is the loss's forward pass run in a loop: take the last position's logits, turn them
