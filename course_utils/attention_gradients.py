@@ -2,8 +2,10 @@
 
 Covers: ``softmax_backward`` (the vector-Jacobian product of a softmax along the last dim:
 ``p * (g - (g * p).sum(-1))``) and ``sdp_attention_backward(q, k, v, grad_out)``, which returns
-dL/dq, dL/dk and dL/dv for out = softmax(q kᵀ / sqrt(d_head)) v given dL/dout, without autograd.
-The tests compare both with ``torch.autograd``. Any leading (batch, head) dims; the code follows the
+dL/dq, dL/dk and dL/dv for out = softmax(q kᵀ / sqrt(d_head)) v given dL/dout, without autograd, and
+``attention_head_backward``, the same one step further back: the gradients of one head's W_Q, W_K, W_V,
+W_O and of its input x (which feeds three projections, so three gradients add up in it).
+The tests compare all three with ``torch.autograd``. Any leading (batch, head) dims; the code follows the
 inputs' device.
 
 Leaves out: masks (a masked score has weight 0, so its gradient is 0 through the same formula),
@@ -18,7 +20,7 @@ import math
 from jaxtyping import Float
 from torch import Tensor
 
-from course_utils.attention import attention_pattern
+from course_utils.attention import attention_pattern, scaled_dot_product_attention
 from course_utils.validate import float_tensor
 
 
@@ -63,3 +65,38 @@ def sdp_attention_backward(
     grad_q = grad_scores @ k * scale  # (..., q_pos, d_head)
     grad_k = grad_scores.transpose(-2, -1) @ q * scale  # (..., k_pos, d_head)
     return grad_q, grad_k, grad_v
+
+
+def attention_head_backward(
+    x: Float[Tensor, "... pos d_model"],
+    W_Q: Float[Tensor, "d_model d_head"],
+    W_K: Float[Tensor, "d_model d_head"],
+    W_V: Float[Tensor, "d_model d_head"],
+    W_O: Float[Tensor, "d_head d_model"],
+    grad_out: Float[Tensor, "... pos d_model"],
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """(dL/dx, dL/dW_Q, dL/dW_K, dL/dW_V, dL/dW_O) for out = attention(x W_Q, x W_K, x W_V) W_O, given dL/dout.
+
+    A weight's gradient sums over every row it multiplied (batch and positions): dL/dW_Q = Σ xᵀ dL/dq; x feeds
+    three projections, so dL/dx = dL/dq W_Qᵀ + dL/dk W_Kᵀ + dL/dv W_Vᵀ.
+    """
+    float_tensor("x", x, "(..., pos, d_model)", min_dims=2)
+    d_model, d_head = x.shape[-1], W_Q.shape[-1]
+    for name, W, shape, words in (("W_Q", W_Q, (d_model, d_head), "(d_model, d_head)"),
+                                  ("W_K", W_K, (d_model, d_head), "(d_model, d_head)"),
+                                  ("W_V", W_V, (d_model, d_head), "(d_model, d_head)"),
+                                  ("W_O", W_O, (d_head, d_model), "(d_head, d_model)")):
+        float_tensor(name, W, words, min_dims=2)
+        if W.shape != shape:
+            raise ValueError(f"{name} must have shape {words} = {shape}, got {tuple(W.shape)}")
+    float_tensor("grad_out", grad_out, "(..., pos, d_model)", min_dims=2)
+    if grad_out.shape != x.shape:
+        raise ValueError(f"grad_out must have x's shape {tuple(x.shape)}, got {tuple(grad_out.shape)}")
+    q, k, v = x @ W_Q, x @ W_K, x @ W_V  # each (..., pos, d_head)
+    z = scaled_dot_product_attention(q, k, v)  # (..., pos, d_head)
+    grad_q, grad_k, grad_v = sdp_attention_backward(q, k, v, grad_out @ W_O.T)
+    rows = x.reshape(-1, d_model)  # (batch * pos, d_model): every row the weights multiplied
+    grad_W_Q, grad_W_K, grad_W_V = (rows.T @ g.reshape(-1, d_head) for g in (grad_q, grad_k, grad_v))
+    grad_W_O = z.reshape(-1, d_head).T @ grad_out.reshape(-1, d_model)  # (d_head, d_model)
+    grad_x = grad_q @ W_Q.T + grad_k @ W_K.T + grad_v @ W_V.T  # (..., pos, d_model)
+    return grad_x, grad_W_Q, grad_W_K, grad_W_V, grad_W_O

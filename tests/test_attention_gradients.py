@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_utils.attention import scaled_dot_product_attention
-from course_utils.attention_gradients import sdp_attention_backward, softmax_backward
+from course_utils.attention import AttentionHead, scaled_dot_product_attention
+from course_utils.attention_gradients import attention_head_backward, sdp_attention_backward, softmax_backward
 from course_utils.tolerances import tolerance
 
 
@@ -62,3 +62,20 @@ def test_bad_input_names_the_argument():
         sdp_attention_backward(q, k, v, grad_out.tolist())
     with pytest.raises(ValueError, match="grad_p must have p's shape"):
         softmax_backward(torch.ones(2, 3), torch.ones(3, 2))
+
+
+@pytest.mark.parametrize("x_shape", [(5, 8), (2, 4, 8)])
+def test_attention_head_backward_agrees_with_autograd(x_shape):
+    torch.manual_seed(0)
+    head = AttentionHead(8, 3, init_std=0.5).double()
+    x = torch.randn(*x_shape, dtype=torch.float64, requires_grad=True)
+    grad_out = torch.randn(*x_shape, dtype=torch.float64)
+    weights = (head.W_Q, head.W_K, head.W_V, head.W_O)
+    expected = torch.autograd.grad(head(x), (x, *weights), grad_out)
+    got = attention_head_backward(x.detach(), *(w.detach() for w in weights), grad_out)
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e)
+    with pytest.raises(ValueError, match="W_O must have shape"):
+        attention_head_backward(x.detach(), *(w.detach() for w in weights[:3]), weights[3].detach().T, grad_out)
+    with pytest.raises(ValueError, match="grad_out must have x's shape"):
+        attention_head_backward(x.detach(), *(w.detach() for w in weights), grad_out[..., :3])

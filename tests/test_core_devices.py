@@ -71,6 +71,9 @@ def _calls() -> dict:
         "attention.AttentionHead": module_call("attention.AttentionHead", 8, 2, x=t(3, 8)),
         "attention.CrossAttentionHead": module_call("attention.CrossAttentionHead", 8, 6, 2, x=(t(3, 8), t(5, 6))),
         "attention_gradients.softmax_backward": lambda: AG.softmax_backward(t(3, 4), t(3, 4)),
+        "attention_gradients.attention_head_backward": lambda: AG.attention_head_backward(
+            t(2, 3, 8), t(8, 2), t(8, 2), t(8, 2), t(2, 8), t(2, 3, 8)),
+        "blockwise_attention.blockwise_attention": lambda: BA.blockwise_attention(t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), 2),
         "attention_gradients.sdp_attention_backward": lambda: AG.sdp_attention_backward(
             t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), t(2, 3, 6)),
         "multihead.MultiHeadAttention": module_call("multihead.MultiHeadAttention", 8, 2, x=t(2, 3, 8)),

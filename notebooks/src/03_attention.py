@@ -6,6 +6,10 @@
 #         difficulty: 2
 #         minutes: 15
 #         points: 3
+#       attention_head_backward:
+#         difficulty: 3
+#         minutes: 20
+#         points: 3
 #       attention_scores:
 #         difficulty: 1
 #         minutes: 5
@@ -55,9 +59,10 @@
 # 4. measure *why* the scores are divided by $\sqrt{d_k}$, watch softmax saturate with a slider, and write
 #    attention's backward pass by hand to see where the gradient goes;
 # 5. see why queries and keys need different matrices, and build a cross-attention head;
-# 6. package one attention head as a PyTorch module, and count what its value/output matrices save.
+# 6. package one attention head as a PyTorch module, write its backward pass down to the weights, and
+#    count what its value/output matrices save.
 #
-# Six exercises, 14 points in all (each heading gives its points, difficulty and expected minutes).
+# Seven exercises, 17 points in all (each heading gives its points, difficulty and expected minutes).
 
 # %% [markdown]
 # ## 1 · Set up
@@ -654,6 +659,73 @@ W_Q_all = torch.stack([h.W_Q for h in heads])            # (n_heads, d_model, d_
 q_all = torch.einsum("bpm,hmd->bhpd", x, W_Q_all)          # (batch, n_heads, pos, d_head)
 print("W_Q of all heads:", tuple(W_Q_all.shape), "; slice h gives head h's queries:",
       all(torch.allclose(q_all[:, i], x @ heads[i].W_Q, atol=1e-6) for i in range(3)))
+
+# %% [markdown]
+# ### The head's backward pass, down to the weights
+#
+# Training updates the head's four matrices, so the gradient must go one step further back than the
+# attention exercise of section 4: through $W_O$ before it, and through the three projections after it.
+# Two rules do all the work. A weight multiplies **every** row of its input (every position of every
+# sequence in the batch), so its gradient is the sum over those rows: for $q = xW_Q$,
+# $\partial L/\partial W_Q = \sum_{\text{rows}} x^\top\,\partial L/\partial q$, one matrix product once the
+# rows are stacked. And a tensor used several times collects one gradient per use: $x$ makes the queries,
+# the keys **and** the values, so $\partial L/\partial x$ is the sum of three terms.
+#
+# ### Exercise: the backward pass of one head (3 points, difficulty 3/3, about 20 min)
+#
+# Write `attention_head_backward(x, W_Q, W_K, W_V, W_O, grad_out)` for the head of the previous exercise,
+# out $= \operatorname{attention}(xW_Q, xW_K, xW_V)\,W_O$, with `x` and `grad_out` $= \partial L/\partial
+# \text{out}$ of shape `(..., pos, d_model)`. Return the tuple `(grad_x, grad_W_Q, grad_W_K, grad_W_V, grad_W_O)`,
+# each of the shape of its tensor. The form the check requires: no autograd; for the attention step in the
+# middle, call the course's `reference_backward` (section 4's `sdp_attention_backward`), and use the
+# course's `scaled_dot_product_attention` to recompute the attention output.
+
+# %%
+def attention_head_backward(x: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor, W_V: torch.Tensor,
+                            W_O: torch.Tensor, grad_out: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    # BEGIN SOLUTION
+    q, k, v = x @ W_Q, x @ W_K, x @ W_V  # each (..., pos, d_head)
+    z = scaled_dot_product_attention(q, k, v)  # (..., pos, d_head)
+    grad_q, grad_k, grad_v = reference_backward(q, k, v, grad_out @ W_O.T)
+    rows, d_head = x.reshape(-1, x.shape[-1]), W_Q.shape[-1]  # (batch * pos, d_model)
+    grad_W_Q = rows.T @ grad_q.reshape(-1, d_head)
+    grad_W_K = rows.T @ grad_k.reshape(-1, d_head)
+    grad_W_V = rows.T @ grad_v.reshape(-1, d_head)
+    grad_W_O = z.reshape(-1, d_head).T @ grad_out.reshape(-1, grad_out.shape[-1])
+    grad_x = grad_q @ W_Q.T + grad_k @ W_K.T + grad_v @ W_V.T
+    return grad_x, grad_W_Q, grad_W_K, grad_W_V, grad_W_O
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.attention import check_attention_head_backward
+
+check_attention_head_backward(attention_head_backward)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("attention_head_backward")` gives a nudge, `hint("attention_head_backward", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# The course's `course_utils.attention_gradients.attention_head_backward`, checked against autograd on the
+# reference head built above (a batch of 2 × 10 positions, float64) and then used for one step of plain
+# gradient descent: the loss (a made-up one, the sum of the outputs times a fixed random tensor) goes
+# down.
+
+# %%
+from course_utils.attention_gradients import attention_head_backward as reference_head_backward
+
+head64 = ReferenceHead(d_model=64, d_head=16, init_std=0.2).double()
+x64 = torch.randn(2, 10, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+target_direction = torch.randn(2, 10, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+weights64 = [head64.W_Q, head64.W_K, head64.W_V, head64.W_O]
+by_autograd = torch.autograd.grad((head64(x64) * target_direction).sum(), weights64)
+by_hand = reference_head_backward(x64, *(w.detach() for w in weights64), target_direction)[1:]
+print("weight gradients equal autograd's:", all(torch.allclose(h, a) for h, a in zip(by_hand, by_autograd)))
+with torch.no_grad():
+    loss_before = (head64(x64) * target_direction).sum().item()
+    for w, g in zip(weights64, by_hand):
+        w -= 0.001 * g
+    print(f"loss before the step {loss_before:.3f}, after {(head64(x64) * target_direction).sum().item():.3f}")
 
 # %% [markdown]
 # ## 8 · Values and outputs: a low-rank map

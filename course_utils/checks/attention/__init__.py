@@ -8,12 +8,17 @@
 - ``cross_attention_head``: queries from x, keys and values from a context of another width (the student
   writes the class);
 - ``attention_head``: one head as a torch module (the student writes the class; the check copies in
-  seeded weights, so only the maths is compared).
+  seeded weights, so only the maths is compared);
+- ``attention_head_backward``: the gradients of that head's W_Q, W_K, W_V, W_O and of its input, by hand.
 
 ``_cases`` holds the inputs the first three share (the notebook's the / cat / sat example first).
 """
 
 from course_utils.checks.attention.attention_head import ATTENTION_HEAD, check_attention_head
+from course_utils.checks.attention.attention_head_backward import (
+    ATTENTION_HEAD_BACKWARD,
+    check_attention_head_backward,
+)
 from course_utils.checks.attention.attention_scores import ATTENTION_SCORES, check_attention_scores
 from course_utils.checks.attention.blockwise_attention import BLOCKWISE_ATTENTION, check_blockwise_attention
 from course_utils.checks.attention.cross_attention_head import CROSS_ATTENTION_HEAD, check_cross_attention_head
@@ -29,11 +34,13 @@ EXERCISES = {
         SDP_ATTENTION_BACKWARD,
         CROSS_ATTENTION_HEAD,
         ATTENTION_HEAD,
+        ATTENTION_HEAD_BACKWARD,
     )
 }
 
 __all__ = [
     "ATTENTION_HEAD",
+    "ATTENTION_HEAD_BACKWARD",
     "ATTENTION_SCORES",
     "BLOCKWISE_ATTENTION",
     "CROSS_ATTENTION_HEAD",
@@ -41,6 +48,7 @@ __all__ = [
     "SDP_ATTENTION",
     "SDP_ATTENTION_BACKWARD",
     "check_attention_head",
+    "check_attention_head_backward",
     "check_attention_scores",
     "check_blockwise_attention",
     "check_cross_attention_head",
