@@ -40,7 +40,8 @@ def repeat_kv(kv: Float[Tensor, "batch kv_head pos d_head"], n_heads: int) -> Fl
 class GroupedQueryAttention(nn.Module):
     """``GroupedQueryAttention(d_model=8, n_heads=4, n_kv_heads=2)(x)`` maps (batch, pos, 8) to (batch, pos, 8).
 
-    ``mask`` (torch.bool, True = may attend) is (q_pos, k_pos) or anything that broadcasts to
+    ``mask`` (torch.bool, True = may attend) is (q_pos, k_pos), (batch, q_pos, k_pos) (given a head
+    axis here, e.g. ``causal_mask(T) & padding_mask(lengths, T)``) or anything that broadcasts to
     (batch, head, q_pos, k_pos). Weights are drawn uniformly in ±1/sqrt(d_model), from ``generator``
     when given. ``impl="fused"`` runs PyTorch's kernel with ``enable_gqa=True`` (no repeated copies).
     """
@@ -78,6 +79,8 @@ class GroupedQueryAttention(nn.Module):
         if impl not in IMPLS:
             raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
         q, k, v = self.qkv(x)
+        if isinstance(mask, Tensor) and mask.ndim == 3:
+            mask = mask[:, None]  # (batch, 1, q_pos, k_pos): the same for every head
         if impl == "fused":
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
         else:

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.grouped_query import GroupedQueryAttention, kv_cache_values, repeat_kv
-from course_utils.masking import causal_mask
+from course_utils.masking import causal_mask, padding_mask
 from course_utils.multihead import MultiHeadAttention
 
 F64 = torch.float64
@@ -39,6 +39,14 @@ def test_matches_torch_sdpa_with_enable_gqa_and_with_repeated_kv(n_kv_heads):
     torch.testing.assert_close(torch.einsum("bhpd,hdm->bpm", gqa, layer.W_O), expected, rtol=0, atol=1e-12)
     torch.testing.assert_close(layer(x, mask), expected, rtol=0, atol=1e-12)
     torch.testing.assert_close(layer(x, mask, impl="fused"), expected, rtol=0, atol=1e-12)
+
+
+def test_a_batch_mask_of_shape_batch_q_k_applies_to_every_head():
+    layer = GroupedQueryAttention(16, 4, 2).double()
+    x, mask = _x(), causal_mask(6) & padding_mask([6, 4], 6)  # (batch, q_pos, k_pos)
+    for b in range(2):
+        torch.testing.assert_close(layer(x, mask)[b], layer(x[b : b + 1], mask[b])[0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(layer(x, mask, impl="fused"), layer(x, mask), rtol=0, atol=1e-12)
 
 
 def test_as_many_kv_heads_as_query_heads_is_multi_head_attention():

@@ -447,7 +447,8 @@ for label, kv_heads in (("multi-head, 64 KV heads", 64), ("grouped, 8 KV heads",
 # `(n_kv_heads, d_model, d_head)` and `W_O` of shape `(n_heads, d_head, d_model)`, with
 # $d_\text{head} = d_\text{model} / n_\text{heads}$; in `forward(x, mask=None)`, the multi-head attention
 # of section 3 in which query head $h$ uses key/value head $h$ // (`n_heads // n_kv_heads`). `mask` is `None`
-# or a `(q_pos, k_pos)` boolean tensor, True = may attend. The check loads seeded weights into your module
+# or a boolean tensor, True = may attend, of shape `(q_pos, k_pos)` or `(batch, q_pos, k_pos)` (one
+# table per sequence, such as a padding mask: give it a head axis). The check loads seeded weights into your module
 # by name and compares with PyTorch's `F.scaled_dot_product_attention(..., enable_gqa=True)`.
 
 # %%
@@ -473,6 +474,8 @@ class GroupedQueryAttention(nn.Module):
         v = v.repeat_interleave(group, dim=1)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (batch, n_heads, q_pos, k_pos)
         if mask is not None:
+            if mask.ndim == 3:
+                mask = mask[:, None]  # (batch, 1, q_pos, k_pos): the same table for every head
             scores = scores.masked_fill(~mask, float("-inf"))
         z = scores.softmax(dim=-1) @ v  # (batch, n_heads, q_pos, d_head)
         return torch.einsum("bhpd,hdm->bpm", z, self.W_O)

@@ -3,7 +3,8 @@
 Required form (stated in the notebook): ``GroupedQueryAttention(d_model, n_heads, n_kv_heads)`` with
 parameters ``W_Q`` (n_heads, d_model, d_head), ``W_K`` and ``W_V`` (n_kv_heads, d_model, d_head), ``W_O``
 (n_heads, d_head, d_model), no biases; query head h reads key/value head h // (n_heads // n_kv_heads);
-``mask`` None or a (q_pos, k_pos) torch.bool tensor, True = may attend. The check loads seeded weights by
+``mask`` None or a torch.bool tensor, True = may attend, of shape (q_pos, k_pos) or (batch, q_pos, k_pos)
+(the latter given a head axis). The check loads seeded weights by
 name (an ``nn.Linear`` named ``W_K`` of the right size is accepted too) and compares with PyTorch's
 ``scaled_dot_product_attention(..., enable_gqa=True)``, the oracle.
 """
@@ -20,7 +21,7 @@ from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.weights import Slot, compare_or_convention, convention_answer, load_weights
 from course_utils.grouped_query import GroupedQueryAttention
-from course_utils.masking import causal_mask
+from course_utils.masking import causal_mask, padding_mask
 
 F64 = torch.float64
 
@@ -30,7 +31,7 @@ class TorchGQA(GroupedQueryAttention):
 
     def forward(self, x, mask=None):
         q, k, v = self.qkv(x)
-        z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        z = F.scaled_dot_product_attention(q, k, v, attn_mask=_heads_mask(mask), enable_gqa=True)
         return torch.einsum("bhpd,hdm->bpm", z, self.W_O)
 
 
@@ -45,6 +46,9 @@ def _gqa_cases(seed: int) -> list[Case]:
              (16, 4, 1, torch.randn(2, 4, 16, generator=gen, dtype=F64), causal_mask(4), seed + 200)),
         Case("d_model=12, 3 query heads, 3 key/value heads (ordinary multi-head), causal mask",
              (12, 3, 3, torch.randn(1, 5, 12, generator=gen, dtype=F64), causal_mask(5), seed + 300)),
+        Case("d_model=16, 4 query heads, 2 key/value heads, causal & padding mask of shape (batch, q_pos, k_pos)",
+             (16, 4, 2, torch.randn(2, 5, 16, generator=gen, dtype=F64), causal_mask(5) & padding_mask([5, 3], 5),
+              seed + 400)),
     ]
 
 
@@ -70,10 +74,14 @@ def _run_module(cls, case: Case):
         return module(x, mask)
 
 
+def _heads_mask(mask):
+    return mask[:, None] if mask is not None and mask.ndim == 3 else mask  # (batch, 1, q, k) for a 3-d mask
+
+
 def _attend(q, k, v, W_O, mask, scale):
     scores = q @ k.transpose(-2, -1) * scale  # (batch, head, q_pos, k_pos)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+        scores = scores.masked_fill(~_heads_mask(mask), float("-inf"))
     return torch.einsum("bhpd,hdm->bpm", scores.softmax(dim=-1) @ v, W_O)
 
 
@@ -133,7 +141,7 @@ class GroupAxis(GroupedQueryAttention):
         q = q.unflatten(1, (self.n_kv_heads, -1))  # (batch, kv_head, group, pos, d_head)
         scores = torch.einsum("bkgqd,bkpd->bkgqp", q, k) / math.sqrt(self.d_head)
         if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
+            scores = scores.masked_fill(~(mask[:, None, None] if mask.ndim == 3 else mask), float("-inf"))
         z = torch.einsum("bkgqp,bkpd->bkgqd", scores.softmax(dim=-1), v).flatten(1, 2)  # (batch, head, pos, d_head)
         return torch.einsum("bhpd,hdm->bpm", z, self.W_O)
 
@@ -145,7 +153,7 @@ class ExpandReshape(GroupedQueryAttention):
         batch, n_kv, pos, d_head = k.shape
         group = self.n_heads // n_kv
         k, v = (t[:, :, None].expand(batch, n_kv, group, pos, d_head).reshape(batch, -1, pos, d_head) for t in (k, v))
-        z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        z = F.scaled_dot_product_attention(q, k, v, attn_mask=_heads_mask(mask))
         return torch.einsum("bhpd,hdm->bpm", z, self.W_O)
 
 
