@@ -3,7 +3,8 @@
 Every mask here is a ``torch.bool`` tensor with ``True`` = may attend, shaped (or broadcastable to)
 ``(..., q_pos, k_pos)``, the convention ``course_utils.softmax.masked_softmax`` and
 ``course_utils.attention`` use. Covers causal, padding, sliding-window, prefix-LM and
-block-diagonal (packed documents) masks, combining them, validating a mask against a score shape,
+block-diagonal (packed documents) masks, a left-padded batch of prompts (``left_padded_batch``: ids,
+causal-and-padding mask and positions), combining them, validating a mask against a score shape,
 finding rows with nothing allowed, and ``preset_mask``, one small example of each kind by name (the
 tables of notebook 04 and the presets of its mask editor). Leaves out additive float masks and
 attention sinks.
@@ -51,6 +52,29 @@ def padding_mask(lengths: Sequence[int] | Tensor, n_ctx: int, *, device=None) ->
         raise ValueError(f"every length must be in 1..n_ctx={n_ctx}, got {lengths.tolist()}")
     positions = torch.arange(n_ctx, device=device)
     return (positions[None, :] < lengths[:, None])[:, None, :]  # (batch, 1, k_pos)
+
+
+def left_padded_batch(
+    prompts: Sequence[Sequence[int]], pad_id: int
+) -> tuple[Tensor, Bool[Tensor, "batch q_pos k_pos"], Tensor]:
+    """Prompts of different lengths as one batch, padded on the LEFT so that every prompt ends in the last
+    column, where generation appends: ``left_padded_batch([[5, 6, 7], [8]], 0)`` -> ids ``[[5, 6, 7], [0, 0, 8]]``,
+    positions ``[[0, 1, 2], [0, 0, 0]]`` and a (batch, pos, pos) mask, causal and hiding the padding keys.
+
+    Each prompt's positions count from 0 at its first real token (padding gets 0), so a model sees the same
+    positions as for the prompt alone. A padding query may see nothing (an empty row): pair the mask with a
+    softmax that gives zeros there (``masked_softmax``); real queries never see padding.
+    """
+    lists = isinstance(prompts, (list, tuple)) and all(isinstance(p, (list, tuple)) and p for p in prompts)
+    if not lists or not prompts:
+        raise ValueError("prompts must be a non-empty list of non-empty lists of token ids")
+    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
+        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__}")
+    n_ctx = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad_id] * (n_ctx - len(p)) + [int(t) for t in p] for p in prompts])  # (batch, pos)
+    real = torch.tensor([[False] * (n_ctx - len(p)) + [True] * len(p) for p in prompts])  # (batch, pos)
+    positions = (real.cumsum(dim=-1) - 1).clamp_min(0)  # (batch, pos)
+    return ids, causal_mask(n_ctx) & real[:, None, :], positions
 
 
 def sliding_window_mask(n_ctx: int, window: int, *, device=None) -> Bool[Tensor, "q_pos k_pos"]:

@@ -138,3 +138,31 @@ def test_masks_follow_the_requested_device():
     assert mask.device.type == "cuda"
     assert torch.equal(mask.cpu(), combine_masks(causal_mask(4), padding_mask([3], 4)))
     assert document_mask([0, 0, 1], device="cuda").device.type == "cuda"
+
+
+def test_left_padded_batch_gives_each_prompt_what_it_gets_alone():
+    from course_utils.masking import left_padded_batch
+    from course_utils.multihead import MultiHeadAttention, to_torch_mha
+
+    prompts = [[5, 6, 7, 1], [8, 2], [3]]
+    ids, mask, positions = left_padded_batch(prompts, pad_id=0)
+    assert ids.tolist() == [[5, 6, 7, 1], [0, 0, 8, 2], [0, 0, 0, 3]]
+    assert positions.tolist() == [[0, 1, 2, 3], [0, 0, 0, 1], [0, 0, 0, 0]]
+    real = ids != 0
+    # Hugging Face's convention for the same batch: position_ids = attention_mask.cumsum(-1) - 1 at real tokens
+    torch.testing.assert_close(positions[real], (real.long().cumsum(-1) - 1)[real])
+    torch.manual_seed(0)
+    embed, pos_embed, layer = torch.randn(9, 8), torch.randn(4, 8), MultiHeadAttention(8, 2)
+    batch_out = layer(embed[ids] + pos_embed[positions], mask)
+    for b, prompt in enumerate(prompts):  # each prompt alone, causal: the same outputs at its real positions
+        alone = torch.tensor(prompt)
+        solo = layer((embed[alone] + pos_embed[: len(prompt)])[None], causal_mask(len(prompt)))
+        torch.testing.assert_close(batch_out[b, real[b]], solo[0])
+    # nn.MultiheadAttention's conventions: key_padding_mask True = padding, attn_mask True = blocked
+    x = embed[ids] + pos_embed[positions]
+    theirs, _ = to_torch_mha(layer)(x, x, x, key_padding_mask=~real, attn_mask=~causal_mask(4), need_weights=False)
+    torch.testing.assert_close(batch_out[real], theirs[real])
+    with pytest.raises(ValueError, match="prompts"):
+        left_padded_batch([[1], []], 0)
+    with pytest.raises(TypeError, match="pad_id"):
+        left_padded_batch([[1]], 0.0)

@@ -2,6 +2,10 @@
 # jupyter:
 #   course:
 #     exercises:
+#       beam_search:
+#         difficulty: 3
+#         minutes: 20
+#         points: 3
 #       causal_mask:
 #         difficulty: 1
 #         minutes: 5
@@ -10,10 +14,22 @@
 #         difficulty: 2
 #         minutes: 10
 #         points: 2
+#       generate_tokens:
+#         difficulty: 2
+#         minutes: 15
+#         points: 2
+#       left_pad_batch:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
 #       safe_masked_softmax:
 #         difficulty: 2
 #         minutes: 10
 #         points: 2
+#       sliding_window_attention:
+#         difficulty: 3
+#         minutes: 20
+#         points: 3
 #       softmax_with_temperature:
 #         difficulty: 2
 #         minutes: 10
@@ -43,16 +59,19 @@
 #
 # 1. **Masks** decide which scores are allowed at all: a causal mask hides the future, and other
 #    masks (padding, sliding windows, prefix-LM, packed documents) are the same idea with different
-#    shapes. You will edit one cell by cell and watch the pattern change.
+#    shapes. You will edit one cell by cell and watch the pattern change, and build the mask (and the
+#    positions) for a batch of prompts of different lengths.
 # 2. **Softmax with a temperature** decides how sharp the distribution is, from "always the top
 #    token" (greedy) to nearly uniform. A slider lets you go all the way down to T = 0.01 without
 #    anything overflowing. The same softmax gives the training loss, **cross-entropy**.
 # 3. **Top-k and top-p** cut off the unlikely tail before sampling, and **generation** is the loop
-#    that picks a token, appends it and runs again.
+#    that picks a token, appends it and runs again: you write it, and **beam search**, which keeps
+#    several candidate continuations instead of one.
 # 4. **The cost**: the readable attention scores every query against every key whatever the mask,
 #    so its work grows with the square of the length. Kernels that know the mask's shape can skip
 #    the blocked part: about half of it for a causal mask, and all but a band of width $w$ for a
-#    sliding window ($n \cdot w$ instead of $n^2$). We measure both.
+#    sliding window ($n \cdot w$ instead of $n^2$). You write a sliding-window attention that computes
+#    only that band, and we measure both.
 
 # %% [markdown]
 # ## 1 · Set up
@@ -224,6 +243,62 @@ from course_utils.viz.mask_editor import mask_editor
 demo_scores = torch.randn(len(tokens), len(tokens), generator=torch.Generator().manual_seed(0))
 demo_scores[2] = scores_is.float()  # the IS row from section 3
 mask_editor(tokens, demo_scores, preset="causal")
+
+# %% [markdown]
+# ### A batch of prompts of different lengths
+#
+# To generate for several prompts at once, they go into one `(batch, pos)` tensor, so the shorter ones
+# need padding. For generation the padding goes on the **left**: then every prompt ends in the last
+# column, and the next token of every prompt is predicted there and appended after it. Two things must
+# make the padding invisible. The mask hides the padding keys (on top of the causal mask, so it is one
+# `(pos, pos)` table per prompt), and the **positions** given to the position embedding count from 0
+# at each prompt's first real token, so that a prompt sees the same positions as it would alone. A
+# padding query may then see nothing at all: the empty row of section 3, which the safe softmax turns
+# into zeros.
+#
+# ### Exercise: Left-pad a batch of prompts (2 points, difficulty 2/3, about 10 min)
+#
+# Write `left_pad_batch(prompts, pad_id)` for a list of prompts (each a list of token ids). Return
+# `(ids, mask, positions)`: `ids` of shape `(batch, pos)` (`pos` = the longest prompt's length), each
+# prompt with `pad_id` in front of it; `mask` a `torch.bool` tensor of shape `(batch, pos, pos)`, True
+# where query $i$ may attend to key $j$ (causal, and never a padding key); `positions` of shape
+# `(batch, pos)`, 0 at each prompt's first real token, then 1, 2, ..., and 0 on padding. Careful: a
+# prompt may contain the token `pad_id` itself.
+
+# %%
+def left_pad_batch(prompts: list[list[int]], pad_id: int):
+    # -> ids (batch, pos) long, mask (batch, pos, pos) bool, positions (batch, pos) long
+    # BEGIN SOLUTION
+    n = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad_id] * (n - len(p)) + list(p) for p in prompts])  # (batch, pos)
+    real = torch.tensor([[False] * (n - len(p)) + [True] * len(p) for p in prompts])  # (batch, pos)
+    positions = (real.cumsum(dim=-1) - 1).clamp_min(0)  # (batch, pos): 0 at each prompt's first real token
+    mask = torch.ones(n, n, dtype=torch.bool).tril() & real[:, None, :]  # (batch, q_pos, k_pos)
+    return ids, mask, positions
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.masking_softmax_temperature import check_left_pad_batch
+
+check_left_pad_batch(left_pad_batch)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("left_pad_batch")` for a nudge and `hint("left_pad_batch", 2)` for a stronger one.
+#
+# The course's `masking.left_padded_batch` does the same. Padding *YOUR CAT IS* and *A CAT* (the id is
+# each word's place in `tokens`; `-1` marks padding here): in the second prompt, the padding query sees
+# nothing and its softmax row is all zeros, and *A* gets position 0 as if it came first.
+
+# %%
+prompt_words = [["YOUR", "CAT", "IS"], ["A", "CAT"]]
+batch_ids, batch_mask, batch_positions = masking.left_padded_batch(
+    [[tokens.index(w) for w in p] for p in prompt_words], pad_id=-1
+)
+print("ids:      ", batch_ids.tolist())
+print("positions:", batch_positions.tolist())
+print(masking.mask_table(batch_mask[1], ["pad", "A", "CAT"]))
+print("softmax rows of the second prompt:", masked_softmax(torch.zeros(3, 3), batch_mask[1]).tolist())
 
 # %% [markdown]
 # ## 5 · Softmax, from logits to next-token probabilities
@@ -479,7 +554,7 @@ bigram_logits = pair_counts_table.log()  # row = current word, column = next wor
 
 
 def next_word_logits(seq):
-    return bigram_logits[seq[-1]]
+    return bigram_logits[seq]  # (pos, d_vocab): one row per position, like a model's output
 
 
 start, stop = [gen_vocab.index("YOUR")], gen_vocab.index(".")
@@ -491,8 +566,118 @@ for seed, t in enumerate((0.0, 1.0, 1.0)):
 # Greedy decoding (T = 0) writes the same text every time, and here it goes round in a circle until
 # the length limit stops it (always taking the most likely next word is a known way to get
 # repetitive text); sampling writes a different text for every seed. A real model is driven the same
-# way, with its logits at the last position in place of the table's row (notebook 09), and a KV
-# cache so that the earlier positions are not recomputed at every step.
+# way (notebook 09), with a KV cache so that the earlier positions are not recomputed at every step.
+#
+# ### Exercise: The generation loop (2 points, difficulty 2/3, about 15 min)
+#
+# Write `generate_tokens(next_token_logits, prompt, max_new_tokens, temperature, top_k, top_p, eos_id,
+# generator)`. `next_token_logits(ids)` takes the 1-d tensor of the ids so far and returns logits of
+# shape `(pos, d_vocab)`, one row per position, like a model (the bigram table above returns its rows
+# for every word); the **last** row predicts the next token. At each step, turn that row into the
+# distribution with **your** `softmax_with_temperature` and then `top_k_top_p_filter` from above, draw
+# one token with `torch.multinomial(probs, 1, generator=generator)`, and append it. Stop after
+# `max_new_tokens` new tokens, or right after appending `eos_id` (when it is not `None`). Return prompt
+# and new tokens as one list of ints. The check runs the course's `sampling.generate` with a generator
+# seeded the same way, so a right loop writes the same tokens, one for one.
+
+# %%
+def generate_tokens(next_token_logits, prompt, max_new_tokens, temperature, top_k, top_p, eos_id, generator):
+    # BEGIN SOLUTION
+    ids = list(prompt)
+    for _ in range(max_new_tokens):
+        logits = next_token_logits(torch.tensor(ids))[-1]  # the last position predicts the next token
+        probs = top_k_top_p_filter(softmax_with_temperature(logits, temperature), top_k, top_p)
+        token = int(torch.multinomial(probs, 1, generator=generator))
+        ids.append(token)
+        if token == eos_id:
+            break
+    return ids
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.masking_softmax_temperature import check_generate_tokens
+
+check_generate_tokens(generate_tokens)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("generate_tokens")` for a nudge and `hint("generate_tokens", 2)` for a stronger one.
+
+# %% [markdown]
+# ### Beam search: keep several candidates
+#
+# Greedy decoding takes the likeliest *next* token, which need not start the likeliest *sequence*: a
+# likely word can lead into a place where everything after it is unlikely. The probability of a
+# sequence is the product of its tokens' probabilities, so its logarithm, the **score**, is the sum
+# of their log-probabilities. **Beam search** keeps the `beam_width` best-scoring partial sequences
+# (the beams): at each step it extends every beam by every token of the vocabulary, scores all these
+# candidates, and keeps the best `beam_width` of them. A width of 1 is greedy decoding; a width large
+# enough to keep every sequence finds the likeliest one, which only a listing of all sequences could
+# otherwise promise (impossible for a real vocabulary). Translation and summarisation systems used beam
+# search for years; open-ended text generation mostly samples instead, because the likeliest text
+# tends to be bland and repetitive.
+#
+# ### Exercise: Beam search (3 points, difficulty 3/3, about 20 min)
+#
+# Write `beam_search(next_token_logits, prompt, max_new_tokens, beam_width, eos_id=None)`, with the
+# model interface of the previous exercise. Start from one beam, the prompt, with score 0. At each of
+# `max_new_tokens` steps, every beam becomes `d_vocab` candidates, one token longer, each scored by the
+# beam's score plus the natural log of that token's probability (`log_softmax` of the last row of
+# logits). A beam whose last new token is `eos_id` is **finished**: it goes into the candidates as it
+# is, unchanged, and competes with its score. Keep the `beam_width` best candidates, best first (ties:
+# the candidate met first wins, which a stable sort gives; the check's scores have none). Return the
+# best beam after the last step as `(ids, score)`, ids a list with the prompt in front.
+
+# %%
+def beam_search(next_token_logits, prompt, max_new_tokens, beam_width, eos_id=None):
+    # BEGIN SOLUTION
+    beams = [(list(prompt), 0.0)]  # (ids, sum of the new tokens' log-probabilities)
+    for _ in range(max_new_tokens):
+        candidates = []
+        for ids, score in beams:
+            if len(ids) > len(prompt) and ids[-1] == eos_id:
+                candidates.append((ids, score))  # finished: carried over unchanged
+                continue
+            log_probs = next_token_logits(torch.tensor(ids))[-1].log_softmax(dim=-1)
+            for token, log_p in enumerate(log_probs.tolist()):
+                candidates.append((ids + [token], score + log_p))
+        beams = sorted(candidates, key=lambda c: c[1], reverse=True)[:beam_width]
+    return beams[0]
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.masking_softmax_temperature import check_beam_search
+
+check_beam_search(beam_search)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("beam_search")` for a nudge and `hint("beam_search", 2)` for a stronger one.
+#
+# On the bigram table, three words after *LOVELY*: greedy decoding, the course's beam search
+# (`beam_search.beam_search`, the same rules as yours) with 2 and 4 beams, and the likeliest sequence of
+# all, found by scoring every one of the $7^3$ possible continuations (`beam_search.exhaustive_search`).
+# The score is the log of the sequence's probability:
+
+# %%
+from course_utils import beam_search as search
+from course_utils.beam_search import exhaustive_search
+
+after_lovely = [gen_vocab.index("LOVELY")]
+first_step = bigram_logits[after_lovely[0]].softmax(dim=-1)
+print("after LOVELY:", ", ".join(f"{w} {p:.3f}" for w, p in zip(gen_vocab, first_step.tolist())))
+for label, (seq, score) in [
+    ("greedy", search.beam_search(next_word_logits, after_lovely, 3, 1)),
+    ("2 beams", search.beam_search(next_word_logits, after_lovely, 3, 2)),
+    ("4 beams", search.beam_search(next_word_logits, after_lovely, 3, 4)),
+    (f"all {len(gen_vocab)}^3", exhaustive_search(next_word_logits, after_lovely, 3, len(gen_vocab))),
+]:
+    print(f"{label:>8}: {' '.join(gen_vocab[i] for i in seq):<28} score {score:.3f}  probability {math.exp(score):.4f}")
+
+# %% [markdown]
+# After *LOVELY*, the words `.`, *CAT* and *DOG* are equally likely; greedy decoding takes the first
+# of them, `.`, after which nothing is very likely. Two beams keep *CAT* alive as well, and its
+# continuation wins: the same sequence as the full search.
 
 # %% [markdown]
 # ### The temperature widget
@@ -564,22 +749,73 @@ print(f"fitted memory exponent: {fit_exponent(lengths, [r['pattern_bytes'] for r
 
 # %%
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.attention_scaling import measure_mask_savings, sliding_window_attention, visited_tiles
+from course_utils.attention_scaling import measure_mask_savings, visited_tiles
 
 n_long, window = 4096, 128
 tiles = {"causal": visited_tiles(masking.causal_mask(n_long)),
          f"sliding window of {window}": visited_tiles(masking.sliding_window_mask(n_long, window))}
 for name, share in tiles.items():
     print(f"{name:>24}: {share:.3f} of the tiles at n_ctx = {n_long:,}")
-q_w, k_w, v_w = torch.randn(3, 1, 300, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-banded = sliding_window_attention(q_w, k_w, v_w, 32)
-print("band-only sliding-window attention == full table with the window mask:",
-      torch.allclose(banded, scaled_dot_product_attention(q_w, k_w, v_w, masking.sliding_window_mask(300, 32))))
 
 # %% [markdown]
-# `sliding_window_attention` computes only the band: queries go in blocks of $w$, and each block is
-# scored against its own keys and the previous block's, so every query meets $2w$ keys instead of
-# $n$. Now the clock: PyTorch's fused kernel at $n_\text{ctx}$ = 4,096 on one head with no mask, told
+# ### Exercise: Sliding-window attention, band only (3 points, difficulty 3/3, about 20 min)
+#
+# Write `sliding_window_attention(q, k, v, window)` that computes only the band. `q`, `k`, `v` have
+# shape `(..., pos, d_head)` (the same positions: self-attention); query $i$ attends to keys
+# $i - w + 1$ to $i$ (fewer at the start), with the usual $1/\sqrt{d_\text{head}}$ scale; the output has
+# shape `(..., pos, d_head)`. Never build the `pos × pos` table: take the queries in blocks of `window`,
+# and score each block only against the keys that its queries may see, from `window - 1` positions
+# before the block's start to its end, masking what is outside the band. The check compares with the
+# full table under `sliding_window_mask` and counts your call's matrix-multiply FLOPs with PyTorch's
+# `FlopCounterMode`: it accepts at most what the blocked approach needs.
+
+# %%
+def sliding_window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int) -> torch.Tensor:
+    # q, k, v (..., pos, d_head) -> (..., pos, d_head); query i sees keys i - window + 1 .. i
+    # BEGIN SOLUTION
+    pos = q.shape[-2]
+    out = torch.empty_like(v)
+    for start in range(0, pos, window):
+        stop = min(start + window, pos)
+        first = max(start - window + 1, 0)  # the earliest key a query of this block may see
+        scores = q[..., start:stop, :] @ k[..., first:stop, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        query_pos = torch.arange(start, stop, device=q.device)[:, None]
+        key_pos = torch.arange(first, stop, device=q.device)[None, :]
+        allowed = (key_pos <= query_pos) & (query_pos - key_pos < window)
+        scores = scores.masked_fill(~allowed, float("-inf"))  # (..., block, keys)
+        out[..., start:stop, :] = scores.softmax(dim=-1) @ v[..., first:stop, :]
+    return out
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.masking_softmax_temperature import check_sliding_window_attention
+
+check_sliding_window_attention(sliding_window_attention)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("sliding_window_attention")` for a nudge and `hint("sliding_window_attention", 2)` for a stronger one.
+#
+# The course's `attention_scaling.sliding_window_attention` computes the same band in one batched
+# step: it pads the queries to whole blocks and gives every block the $2w$ keys of its own block and
+# the previous one, masked to the band. On 300 positions with a window of 32 it agrees with the full
+# table, and the FLOP counter shows the saving (scores and mixing, 2 FLOPs per multiply-add):
+
+# %%
+from torch.utils.flop_counter import FlopCounterMode
+
+from course_utils import attention_scaling
+
+n_band, w_band, d_band = 300, 32, 16
+q_w, k_w, v_w = torch.randn(3, 1, n_band, d_band, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+full_table = scaled_dot_product_attention(q_w, k_w, v_w, masking.sliding_window_mask(n_band, w_band))
+with FlopCounterMode(display=False) as flops:
+    banded = attention_scaling.sliding_window_attention(q_w, k_w, v_w, w_band)
+print(f"{n_band} positions, window {w_band}: band only == full table with the window mask:", torch.allclose(banded, full_table))
+print(f"FLOPs: band {flops.get_total_flops():,}; full table 4·n²·d = {4 * n_band**2 * d_band:,}")
+
+# %% [markdown]
+# Now the clock: PyTorch's fused kernel at $n_\text{ctx}$ = 4,096 on one head with no mask, told
 # `is_causal=True`, given the causal mask as a boolean table, and the windowed version (each time
 # relative to no mask; the variants run in turn so a busy machine slows them alike):
 
