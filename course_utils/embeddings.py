@@ -6,7 +6,9 @@ worked example), ``TokenEmbedding``, a minimal ``nn.Module`` holding ``W_E``, ``
 unembedding of a model that ties ``W_U = W_Eᵀ``, as GPT-2 does), ``changed_rows`` (which rows of a
 table an update moved), ``add_token_rows`` (growing the vocabulary by new rows) and
 ``input_embedding_backward``, the gradients of GPT-2's input layer x = W_E[ids] + W_pos[:pos] written
-by hand (a scatter-add into W_E's rows, a sum over the batch for W_pos), tested against autograd.
+by hand (a scatter-add into W_E's rows, a sum over the batch for W_pos), and ``tied_embedding_backward``,
+dL/dW_E of a zero-layer model whose unembedding is W_Eᵀ (the lookup's share plus the unembedding's), both
+tested against autograd.
 
 Leaves out: tokenisation (notebook 01), positions (``course_utils.positions``), and training loops
 (optimisers are PyTorch's own).
@@ -164,3 +166,25 @@ def input_embedding_backward(
     grad_W_pos = grad_out.new_zeros(n_ctx, d_model)
     grad_W_pos[:n_pos] = grad_out.sum(dim=0)  # (pos, d_model)
     return grad_W_E, grad_W_pos
+
+
+def tied_embedding_backward(
+    token_ids: Int[Tensor, "... pos"], targets: Int[Tensor, "... pos"], W_E: Float[Tensor, "d_vocab d_model"]
+) -> Float[Tensor, "d_vocab d_model"]:
+    """dL/dW_E for L = mean cross-entropy of logits = W_E[token_ids] @ W_Eᵀ against ``targets`` (tied W_U = W_Eᵀ).
+
+    dL/dlogits = (softmax(logits) − one_hot(targets)) / N over the N predictions. W_E is used twice, so its gradient
+    has two shares: as the unembedding, dL/dlogitsᵀ x (every row, every token); as the lookup, dL/dx = dL/dlogits W_E
+    scatter-added into the rows of ``token_ids``. With one token and d_vocab 1 the loss is 0 and so is the gradient.
+    """
+    _check_table(W_E)
+    d_vocab, d_model = W_E.shape
+    _check_ids(token_ids, d_vocab), _check_ids(targets, d_vocab)
+    if token_ids.shape != targets.shape:
+        raise ValueError(f"targets must have token_ids' shape {tuple(token_ids.shape)}, got {tuple(targets.shape)}")
+    x = W_E[token_ids.to(W_E.device)]  # (..., pos, d_model)
+    probs = torch.softmax(x @ W_E.T, dim=-1)  # (..., pos, d_vocab)
+    grad_logits = (probs - one_hot(targets.to(W_E.device), d_vocab, W_E.dtype)) / targets.numel()
+    grad_W_E = grad_logits.reshape(-1, d_vocab).T @ x.reshape(-1, d_model)  # W_E as the unembedding
+    grad_x = grad_logits @ W_E  # (..., pos, d_model): back through the unembedding to the looked-up rows
+    return grad_W_E.index_add_(0, token_ids.reshape(-1).to(W_E.device), grad_x.reshape(-1, d_model))

@@ -103,6 +103,7 @@ def _calls() -> dict:
         "embeddings.tied_logits": lambda: E.tied_logits(t(2, 3, 4), t(10, 4)),
         "embeddings.add_token_rows": lambda: E.add_token_rows(t(10, 4), 2),
         "embeddings.input_embedding_backward": lambda: E.input_embedding_backward(ids(2, 5), t(2, 5, 4), 10, 8),
+        "embeddings.tied_embedding_backward": lambda: E.tied_embedding_backward(ids(2, 5), ids(2, 5), t(10, 4)),
         "multihead.split_heads": lambda: MH.split_heads(t(2, 3, 8), 2),
         "multihead.merge_heads": lambda: MH.merge_heads(t(2, 2, 3, 4)),
         "induction.previous_token_scores": lambda: I.previous_token_scores(t(2, 2, 6, 6)),

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.embeddings import (TokenEmbedding, add_token_rows, changed_rows, embed, embed_via_one_hot,
-                                     gradient_descent_step, input_embedding_backward, one_hot, tied_logits)
+                                     gradient_descent_step, input_embedding_backward, one_hot, tied_embedding_backward,
+                                     tied_logits)
 
 
 def _table(d_vocab=11, d_model=5, seed=0, dtype=torch.float64):
@@ -251,3 +252,16 @@ def test_input_embedding_backward_hand_worked_and_bad_input():
         input_embedding_backward(torch.tensor([1, 1]), torch.ones(1, 2, 1), 3, 2)
     with pytest.raises(ValueError, match="token_ids must lie in"):
         input_embedding_backward(torch.tensor([[1, 3]]), torch.ones(1, 2, 1), 3, 2)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 4)])
+def test_tied_embedding_backward_agrees_with_autograd(shape):
+    gen = torch.Generator().manual_seed(4)
+    W_E = torch.randn(7, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    ids, targets = torch.randint(0, 7, shape, generator=gen), torch.randint(0, 7, shape, generator=gen)
+    ids.view(-1)[:2] = 6  # a repeated id
+    loss = F.cross_entropy(tied_logits(embed(ids, W_E), W_E).reshape(-1, 7), targets.reshape(-1))
+    (expected,) = torch.autograd.grad(loss, W_E)
+    torch.testing.assert_close(tied_embedding_backward(ids, targets, W_E.detach()), expected)
+    with pytest.raises(ValueError, match="targets must have token_ids' shape"):
+        tied_embedding_backward(ids, targets[..., :2], W_E.detach())

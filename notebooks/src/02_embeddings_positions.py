@@ -18,6 +18,10 @@
 #         difficulty: 3
 #         minutes: 20
 #         points: 3
+#       tied_embedding_backward:
+#         difficulty: 3
+#         minutes: 20
+#         points: 3
 #       shift_rotation:
 #         difficulty: 2
 #         minutes: 15
@@ -57,11 +61,12 @@
 # 3. prove to yourself that attention without positions ignores order;
 # 4. build the sinusoidal position table of the original transformer, add it to *YOUR CAT IS A LOVELY
 #    CAT*, see why it needs a sine **and** a cosine at many speeds, and build the rotation that shifts it;
-# 5. meet learned positions (GPT-2, GPT-3) and write the backward pass of GPT-2's input layer by hand;
+# 5. meet learned positions (GPT-2, GPT-3) and write the backward pass of GPT-2's input layer by hand,
+#    then of a table that is also the unembedding;
 # 6. meet rotary positions (RoPE), and verify their selling point: the query–key score depends only on
 #    how far apart two tokens are; then ALiBi, which adds no position vector at all.
 #
-# Six exercises, 12 points in all (each heading gives its points, difficulty and expected minutes).
+# Seven exercises, 15 points in all (each heading gives its points, difficulty and expected minutes).
 
 # %% [markdown]
 # ## 1 · Set up
@@ -680,6 +685,64 @@ for word in ("CAT", "YOUR", "DOG"):
     print(f"row of {word:>4}: {by_hand[0][vocab[word]].tolist()}")
 print("rows of W_pos:", by_hand[1][:, 0].tolist(), "(first feature of each)")
 print("equal to autograd's:", all(torch.equal(h, a) for h, a in zip(by_hand, by_autograd)))
+
+# %% [markdown]
+# ### When the table is also the unembedding
+#
+# Section 3 showed that tying $W_U = W_E^\top$, as GPT-2 does, gives **every** row of $W_E$ a gradient.
+# Now compute that gradient yourself, for the zero-layer model of section 3: look up the rows
+# `x = W_E[token_ids]`, score every vocabulary entry with `logits = x @ W_E.T`, and take the mean
+# cross-entropy against the next tokens `targets`. One fact from notebook 04 is needed: for the mean
+# cross-entropy over $N$ predictions, the gradient of the logits is
+# $(\operatorname{softmax}(\text{logits}) - \operatorname{one\_hot}(\text{target}))/N$, row by row. After that it is
+# the two rules of the previous exercise: $W_E$ is used **twice**, so its gradient is the sum of two shares.
+#
+# * As the unembedding, every row of $W_E$ makes one logit at every position: that share is the logits'
+#   gradient (rows stacked, transposed) times the embedded rows `x`, and it reaches every row of $W_E$.
+# * As the lookup, the gradient that reaches `x` (the logits' gradient times $W_E$) is scatter-added into
+#   the rows of the input tokens, exactly as in `embedding_backward`.
+#
+# ### Exercise: the gradient of a tied embedding (3 points, difficulty 3/3, about 20 min)
+#
+# Write `tied_embedding_backward(token_ids, targets, W_E)` for `token_ids` and `targets` of the same shape
+# (any leading dims) and `W_E` of shape `(d_vocab, d_model)`; return $\partial L/\partial W_E$, shape
+# `(d_vocab, d_model)`. The form the check requires: $L$ is the **mean** cross-entropy over all the
+# predictions, and the gradient is computed by hand (no autograd), both shares included.
+
+# %%
+def tied_embedding_backward(token_ids: torch.Tensor, targets: torch.Tensor, W_E: torch.Tensor) -> torch.Tensor:
+    # BEGIN SOLUTION
+    d_vocab, d_model = W_E.shape
+    x = W_E[token_ids]  # (..., pos, d_model)
+    probs = torch.softmax(x @ W_E.T, dim=-1)  # (..., pos, d_vocab)
+    grad_logits = (probs - F.one_hot(targets, d_vocab).to(W_E.dtype)) / targets.numel()
+    grad_W_E = grad_logits.reshape(-1, d_vocab).T @ x.reshape(-1, d_model)  # W_E as the unembedding
+    grad_x = grad_logits @ W_E  # back through the unembedding to the looked-up rows
+    grad_W_E.index_add_(0, token_ids.reshape(-1), grad_x.reshape(-1, d_model))  # W_E as the lookup
+    return grad_W_E
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.embeddings_positions import check_tied_embedding_backward
+
+check_tied_embedding_backward(tied_embedding_backward)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("tied_embedding_backward")` gives a nudge, `hint("tied_embedding_backward", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# The course's `course_utils.embeddings.tied_embedding_backward` on section 3's example (*YOUR CAT IS*
+# predicting *CAT* and *IS*) gives the gradient autograd gave there, and shows how it splits: *DOG* and
+# *LOVELY*, which never appear, get only the unembedding's share.
+
+# %%
+from course_utils.embeddings import tied_embedding_backward as reference_tied_backward
+
+tied_by_hand = reference_tied_backward(ids[:-1], ids[1:], W_E)
+print("equal to section 3's autograd gradient:", torch.allclose(tied_by_hand, tied.W_E.grad))
+for word in ("CAT", "DOG"):
+    print(f"{word:>4}: gradient norm {tied_by_hand[vocab[word]].norm():.4f}")
 
 # %% [markdown]
 # ## 7 · Rotary positions (RoPE)
