@@ -23,8 +23,18 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(BIN)/python -m pip install --disable-pip-version-check -e '.[test]'
 	@touch $@
 
+# The JupyterHub test (tests/browser/test_jupyterhub.py) needs configurable-http-proxy, an npm package: installed
+# into .hub/ (git-ignored) where npm exists, else that test skips with the reason. Nothing is fetched at test time.
+HUB_PROXY := .hub/node_modules/.bin/configurable-http-proxy
+
+$(HUB_PROXY):
+	@if command -v npm >/dev/null 2>&1; then \
+		npm install --prefix .hub --no-audit --no-fund --loglevel=error configurable-http-proxy@5.3.0 \
+			|| echo "npm install failed: the JupyterHub test will skip"; \
+	else echo "npm not found: the JupyterHub test will skip (apt-get install npm, then make setup-test)"; fi
+
 setup: $(VENV)/.installed
-setup-test: $(VENV)/.installed-test
+setup-test: $(VENV)/.installed-test $(HUB_PROXY)
 
 # The student's course: their own copy in notebooks/student/ (git-ignored), made on first use and never
 # overwritten afterwards (`course-lab update` adds new notebooks beside theirs and says what it left alone).
@@ -78,4 +88,4 @@ release: setup
 	$(BIN)/course-lab release --out student
 
 clean:
-	rm -rf $(VENV) student .pytest_cache
+	rm -rf $(VENV) student .pytest_cache .hub
