@@ -1,14 +1,14 @@
 """Two recipes for notebook 09's capstone: the CPU's (the committed checkpoint's) and a larger one for a CUDA GPU.
 
-Covers ``Profile`` (a model config, a training config and how to run them: bfloat16 autocast, fused
-AdamW, ``torch.compile``), ``CPU_PROFILE`` (``COURSE_MODEL`` with ``TrainConfig()``: what the notebook
+Covers ``Profile`` (a model config, a training config and how to run them: bfloat16 autocast,
+``torch.compile``), ``CPU_PROFILE`` (``COURSE_MODEL`` with ``TrainConfig()``: what the notebook
 trains and the committed checkpoint holds), ``GPU_PROFILE`` (6 layers, 384 wide, 256-token context,
-about 11 M parameters; 2,000 steps of 64 windows in bfloat16 autocast with fused AdamW),
+about 11 M parameters; 2,000 steps of 64 windows in bfloat16 autocast),
 ``choose_profile`` (``"auto"`` picks the GPU profile when the course's device is CUDA; ``"cpu"`` and
 ``"gpu"`` force one), ``train_profile`` (a fresh seeded model trained on a profile: the loop of
-``training.train`` with the fused loss, autocast on the forward pass, the clock stopped after a device
-sync, the validation loss in float32 at the end) and ``profile_samples`` (continuations of a prompt,
-drawn on the CPU from a seeded generator).
+``training.train``, fused AdamW included, with the fused loss, autocast on the forward pass, the clock
+stopped after a device sync, the validation loss in float32 at the end) and ``profile_samples``
+(continuations of a prompt, drawn on the CPU from a seeded generator).
 ``choose_profile("auto", torch.device("cpu")).name`` -> ``"cpu"``.
 Leaves out choosing the device (``device.pick_device``) and plots; nothing here runs at import.
 """
@@ -37,22 +37,21 @@ CHOICES = ("auto", "cpu", "gpu")
 
 @dataclass(frozen=True)
 class Profile:
-    """A model and a recipe, and how to run them: ``autocast`` (a dtype or None), ``fused_adamw``, ``compile``."""
+    """A model and a recipe, and how to run them: ``autocast`` (a dtype or None) and ``compile``."""
 
     name: str
     model: GPTConfig
     train: TrainConfig
     autocast: torch.dtype | None = None
-    fused_adamw: bool = False
     compile: bool = False
 
     def describe(self) -> str:
-        """One line: ``"cpu: 4 layers x 128 wide, context 64, ...; 800 steps of 32 windows, float32"``."""
+        """One line: ``"cpu: 4 layers x 128 wide, context 64, ...; 800 steps of 32 windows, float32, fused AdamW"``."""
         m, t = self.model, self.train
         n_params = count_parameters(ModelConfig(m.d_vocab, m.n_ctx, m.d_model, m.n_layers, m.n_heads, d_mlp=m.d_mlp,
                                                 bias=m.bias, tie_embeddings=m.tie_embeddings))["total"]
         how = ["float32" if self.autocast is None else f"{str(self.autocast).removeprefix('torch.')} autocast"]
-        how += ["fused AdamW"] * self.fused_adamw + ["torch.compile"] * self.compile
+        how += ["fused AdamW"] + ["torch.compile"] * self.compile
         return (f"{self.name}: {m.n_layers} layers x {m.d_model} wide, context {m.n_ctx}, {n_params:,} parameters; "
                 f"{t.steps:,} steps of {t.batch_size} windows, {', '.join(how)}")
 
@@ -63,7 +62,6 @@ GPU_PROFILE = Profile(
     GPTConfig(d_vocab=COURSE_MODEL.d_vocab, n_ctx=256, d_model=384, n_heads=6, n_layers=6, tie_embeddings=False),
     TrainConfig(steps=2000, batch_size=64),
     autocast=torch.bfloat16,
-    fused_adamw=True,
 )
 
 
@@ -78,15 +76,6 @@ def choose_profile(profile: str = "auto", device: torch.device | str = "cpu") ->
     if profile == "gpu" and device.type != "cuda":
         raise ValueError(f"profile 'gpu' needs a CUDA device, got {device}; choose 'cpu' or 'auto'")
     return GPU_PROFILE if profile == "gpu" or (profile == "auto" and device.type == "cuda") else CPU_PROFILE
-
-
-def _optimizer(model: GPT, profile: Profile) -> torch.optim.AdamW:
-    """``training.make_optimizer``'s groups (weight decay on matrices only), with the fused kernel if asked."""
-    if not profile.fused_adamw:
-        return make_optimizer(model, profile.train)
-    groups = [{"params": g["params"], "weight_decay": g["weight_decay"]}
-              for g in make_optimizer(model, profile.train).param_groups]
-    return torch.optim.AdamW(groups, lr=profile.train.max_lr, betas=profile.train.betas, fused=True)
 
 
 def train_profile(profile: Profile, train_ids, val_ids, device: torch.device | str = "cpu",
@@ -109,7 +98,7 @@ def train_profile(profile: Profile, train_ids, val_ids, device: torch.device | s
     model = GPT(profile.model)
     model.reset_parameters(torch.Generator().manual_seed(cfg.seed))
     model = model.to(device).train()
-    optimizer = _optimizer(model, profile)
+    optimizer = make_optimizer(model, cfg)
     forward = functools.partial(model, impl="fused")
     if profile.compile:
         forward = torch.compile(forward)
