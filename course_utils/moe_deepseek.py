@@ -10,7 +10,8 @@ experts ``[[2, 1]]`` (the bias chose them; the equal affinities 0.5 set the gate
 ``deepseek_moe`` is the whole DeepSeekMoE layer: shared experts every token runs through, plus the
 routed (fine-grained) experts this router picks, run grouped by expert (``moe_dispatch.dispatch_grouped``).
 The bias update itself is ``moe_balancing.update_selection_bias``.
-Leaves out node-limited (group) routing, the routed scaling factor (2.5 in V3's released config, a
+``deepseek_v3_gates(..., n_groups, top_groups)`` adds V3's node-limited (group) routing.
+Leaves out the routed scaling factor (2.5 in V3's released config, a
 constant factor on every gate) and multi-token prediction.
 """
 
@@ -25,7 +26,7 @@ from torch import Tensor
 
 from course_utils.moe_dispatch import Expert, dispatch_grouped
 from course_utils.moe_routing import check_experts_and_k, check_router_logits
-from course_utils.validate import float_tensor, non_negative_number
+from course_utils.validate import float_tensor, int_at_least, non_negative_number
 
 
 def _check_bias(selection_bias, n_experts: int) -> Tensor | None:
@@ -37,10 +38,35 @@ def _check_bias(selection_bias, n_experts: int) -> Tensor | None:
     return selection_bias
 
 
+def _limit_to_groups(scores: Tensor, k: int, n_groups, top_groups) -> Tensor:
+    """``scores`` with every expert outside a token's ``top_groups`` best groups set to -inf."""
+    n_tokens, n_experts = scores.shape
+    int_at_least("n_groups", n_groups, 1)
+    if n_experts % n_groups or n_experts // n_groups < 2:
+        raise ValueError(f"n_groups must split n_experts={n_experts} into groups of 2 or more, got {n_groups}")
+    per_group = n_experts // n_groups
+    if not (int_at_least("top_groups", top_groups, 1) <= n_groups and k <= top_groups * per_group):
+        raise ValueError(
+            f"top_groups must be at most n_groups={n_groups} and leave at least k={k} experts, got {top_groups}"
+        )
+    group_scores = scores.reshape(n_tokens, n_groups, per_group).topk(2, dim=-1).values.sum(-1)  # (tokens, groups)
+    best = group_scores.topk(top_groups, dim=-1).indices  # (tokens, top_groups)
+    in_best = torch.zeros_like(group_scores, dtype=torch.bool).scatter(-1, best, True)
+    return scores.masked_fill(~in_best.repeat_interleave(per_group, dim=-1), float("-inf"))
+
+
 def deepseek_v3_gates(
-    router_logits: Float[Tensor, "tokens n_experts"], k: int, selection_bias: Float[Tensor, "n_experts"] | None = None
+    router_logits: Float[Tensor, "tokens n_experts"],
+    k: int,
+    selection_bias: Float[Tensor, "n_experts"] | None = None,
+    n_groups: int = 1,
+    top_groups: int = 1,
 ) -> tuple[Float[Tensor, "tokens k"], Int[Tensor, "tokens k"]]:
     """Sigmoid affinities; top-k of affinity + bias; gates = chosen affinities / their sum.
+
+    With ``n_groups > 1`` (V3's node-limited routing: 256 experts in 8 groups, one a machine), the
+    experts are split into ``n_groups`` contiguous groups, each scored by the sum of its two best
+    affinity + bias; a token chooses only among the experts of its ``top_groups`` best groups.
 
     The bias changes *which* experts are chosen and never the gates' values.
     ``deepseek_v3_gates(torch.tensor([[0., 0., 10.]]), 2)`` -> gates ``[[σ(10), 0.5] / (σ(10) + 0.5)]``.
@@ -50,6 +76,8 @@ def deepseek_v3_gates(
     bias = _check_bias(selection_bias, router_logits.shape[-1])
     affinity = torch.sigmoid(router_logits)  # (tokens, n_experts), each in (0, 1), not a distribution
     scores = affinity if bias is None else affinity + bias.to(affinity.dtype)
+    if n_groups > 1 or top_groups != 1:
+        scores = _limit_to_groups(scores, k, n_groups, top_groups)
     indices = scores.topk(k, dim=-1).indices  # (tokens, k): chosen with the bias
     chosen = affinity.gather(-1, indices)  # (tokens, k): valued without it
     return chosen / chosen.sum(dim=-1, keepdim=True), indices

@@ -38,13 +38,14 @@ def test_gates_are_chosen_affinities_normalised_and_bias_moves_selection_only():
     assert not torch.allclose(torch.softmax(logits, -1).gather(-1, indices), chosen)  # sigmoid, not softmax
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_router_matches_transformers_deepseek_v3(seed):
+@pytest.mark.parametrize("seed, n_groups, top_groups", [(0, 1, 1), (1, 1, 1), (2, 1, 1), (0, 4, 2), (1, 2, 1)])
+def test_router_matches_transformers_deepseek_v3(seed, n_groups, top_groups):
+    """Plain, and with node-limited routing (the experts in n_groups groups, a token in its top_groups best)."""
     transformers = pytest.importorskip("transformers")
     from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3TopkRouter
 
-    config = transformers.DeepseekV3Config(hidden_size=16, n_routed_experts=8, num_experts_per_tok=3, n_group=1,
-                                           topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=True)
+    config = transformers.DeepseekV3Config(hidden_size=16, n_routed_experts=8, num_experts_per_tok=3, n_group=n_groups,
+                                           topk_group=top_groups, routed_scaling_factor=1.0, norm_topk_prob=True)
     router = DeepseekV3TopkRouter(config)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -53,7 +54,7 @@ def test_router_matches_transformers_deepseek_v3(seed):
     x = torch.randn(40, 16, generator=gen)
     with torch.no_grad():
         logits, their_gates, their_indices = router(x)
-    gates, indices = deepseek_v3_gates(logits, 3, router.e_score_correction_bias)
+    gates, indices = deepseek_v3_gates(logits, 3, router.e_score_correction_bias, n_groups, top_groups)
     order, their_order = indices.argsort(-1), their_indices.argsort(-1)  # transformers leaves them unsorted
     assert torch.equal(indices.gather(-1, order), their_indices.gather(-1, their_order))
     torch.testing.assert_close(gates.gather(-1, order), their_gates.gather(-1, their_order))
@@ -84,6 +85,22 @@ def test_sequence_balance_loss_matches_a_loop_over_sequences_and_has_a_gradient(
     torch.testing.assert_close(loss, total / 3)
     loss.backward()
     assert logits.grad.abs().sum() > 0
+
+
+def test_group_limit_worked_example_and_bad_sizes():
+    """Groups {0, 1} and {2, 3}: group scores 0.9 + 0.8 and 0.95 + 0.1; with one group allowed, expert 2
+    (the best alone) is out, because its group's second expert is weak."""
+    affinity = torch.tensor([[0.9, 0.8, 0.95, 0.1]], dtype=torch.float64)
+    logits = torch.logit(affinity)
+    assert deepseek_v3_gates(logits, 2)[1].sort().values.tolist() == [[0, 2]]
+    gates, indices = deepseek_v3_gates(logits, 2, n_groups=2, top_groups=1)
+    assert indices.sort().values.tolist() == [[0, 1]]
+    expected = torch.tensor([[0.9, 0.8]], dtype=torch.float64) / 1.7
+    torch.testing.assert_close(gates.sort(descending=True).values, expected)
+    with pytest.raises(ValueError, match="n_groups"):
+        deepseek_v3_gates(logits, 2, n_groups=3)
+    with pytest.raises(ValueError, match="top_groups"):
+        deepseek_v3_gates(logits, 3, n_groups=2, top_groups=1)
 
 
 def test_bad_input_names_the_argument():

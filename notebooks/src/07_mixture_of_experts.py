@@ -18,6 +18,10 @@
 #         difficulty: 2
 #         minutes: 10
 #         points: 2
+#       group_limited_gates:
+#         difficulty: 3
+#         minutes: 15
+#         points: 3
 #       load_balancing_loss:
 #         difficulty: 2
 #         minutes: 12
@@ -66,9 +70,9 @@
 #    the load over training;
 # 6. count Mixtral 8x7B's parameters: two honest answers to "how big is it?";
 # 7. meet shared and fine-grained experts and DeepSeek-V3's router, count DeepSeek-V3's parameters,
-#    and write a DeepSeekMoE layer (exercise).
+#    and write its node-limited router and a DeepSeekMoE layer (exercises).
 #
-# **7 exercises, 20 points, about 100 minutes in all.**
+# **8 exercises, 23 points, about two hours in all.**
 
 # %% [markdown]
 # ## 1 · Set up
@@ -953,7 +957,7 @@ if transformers is not None:
 # number of the sequence's tokens sent to expert $i$ and $P_i$ the mean over the sequence of
 # $s_i / \sum_j s_j$. An even load gives exactly $\alpha$, and the paper's $\alpha$ is tiny, 1e-4,
 # just enough to stop a single sequence from piling onto a few experts. (V3 also multiplies every
-# gate by a constant, 2.5, and lets a token reach experts on at most 4 machines; both are left out.)
+# gate by a constant, 2.5, left out here, and lets a token reach experts on at most 4 machines: an exercise below.)
 
 # %%
 from course_utils import moe_deepseek
@@ -996,6 +1000,56 @@ collapsed_logits[..., :2] = 6.0  # ... with nearly all its affinity there
 for name, logits_, chosen_experts in (("even", torch.zeros(1, 8, 8), seq_even), ("collapsed", collapsed_logits, seq_collapsed)):
     loss = moe_deepseek.sequence_balance_loss(logits_, chosen_experts, alpha=1e-4)
     print(f"{name:>9} load: sequence-wise loss = {loss.item():.1e}")
+
+# %% [markdown]
+# ### Exercise: node-limited routing (3 points, difficulty 3/3, about 15 min)
+#
+# DeepSeek-V3 spreads its routed experts over machines, one **group** of experts a machine, and a
+# token that reaches many machines costs much communication. So its router first picks each token's
+# best groups and then its $k$ experts among those groups only. Write
+# `group_limited_gates(router_logits, selection_bias, k, n_groups, top_groups)` returning
+# `(gates, indices)`, both `(tokens, k)` (any order of a token's $k$ experts):
+#
+# 1. affinities $\sigma(\ell)$ and scores affinity + bias, as in the router above;
+# 2. the $E$ experts form `n_groups` contiguous groups (group 0 is experts $0, \dots, E/\text{n\_groups} - 1$);
+#    a group's score is the **sum of its two best scores**, and each token keeps its `top_groups`
+#    best groups;
+# 3. among the experts of the kept groups only, the $k$ best scores are chosen; the gates are the
+#    chosen affinities (without the bias) divided by their sum.
+#
+# The check compares your router with the course's `moe_deepseek.deepseek_v3_gates` given the same
+# groups, which the course's tests compare with `transformers`' `DeepseekV3TopkRouter`. V3's
+# released configuration, for scale:
+
+# %%
+print(f"DeepSeek-V3: {v3.n_routed} routed experts in 8 groups of {v3.n_routed // 8}, a token in its 4 best groups, "
+      f"top-{v3.k}: at most {min(v3.k, 4)} machines instead of up to {v3.k}")
+
+# %%
+def group_limited_gates(router_logits, selection_bias, k, n_groups, top_groups):
+    # router_logits (tokens, E) -> gates (tokens, k), indices (tokens, k)
+    # BEGIN SOLUTION
+    affinity = torch.sigmoid(router_logits)  # (tokens, E)
+    scores = affinity + selection_bias  # what experts and groups are chosen by
+    tokens, n_experts = scores.shape
+    grouped = scores.reshape(tokens, n_groups, n_experts // n_groups)  # (tokens, groups, experts per group)
+    group_scores = grouped.topk(2, dim=-1).values.sum(dim=-1)  # a group's score: its two best experts
+    best_groups = group_scores.topk(top_groups, dim=-1).indices  # (tokens, top_groups)
+    in_best = torch.zeros_like(group_scores, dtype=torch.bool).scatter(-1, best_groups, True)
+    scores = scores.masked_fill(~in_best.repeat_interleave(n_experts // n_groups, dim=-1), float("-inf"))
+    indices = scores.topk(k, dim=-1).indices
+    chosen = affinity.gather(-1, indices)
+    return chosen / chosen.sum(dim=-1, keepdim=True), indices
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.mixture_of_experts import check_group_limited_gates
+
+check_group_limited_gates(group_limited_gates)
+
+# %% [markdown]
+# Stuck? `hint("group_limited_gates")` gives a nudge and `hint("group_limited_gates", 2)` a stronger one.
 
 # %% [markdown]
 # ### Exercise: a DeepSeekMoE layer (3 points, difficulty 2/3, about 15 min)

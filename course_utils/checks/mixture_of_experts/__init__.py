@@ -10,6 +10,8 @@
   dispatch, combine), checked against the course's ``moe.MoE`` holding the same weights;
 - ``load_balancing_loss``: the Switch auxiliary loss α · E · Σᵢ fᵢ · Pᵢ, its gradient followed back to
   the router logits (a loss that never reaches the router fails even when its value is right);
+- ``group_limited_gates``: DeepSeek-V3's node-limited router (a token's k experts from its best groups only),
+  checked against ``moe_deepseek.deepseek_v3_gates`` with groups;
 - ``deepseek_moe``: DeepSeekMoE, shared experts plus routed ones chosen by DeepSeek-V3's router (sigmoid
   affinities, a bias that only steers the choice), checked against ``moe_deepseek.deepseek_moe``.
 
@@ -26,6 +28,7 @@ from course_utils.checks.mixture_of_experts.dispatch_with_capacity import (
     check_dispatch_with_capacity,
 )
 from course_utils.checks.mixture_of_experts.expert_choice import EXPERT_CHOICE, check_expert_choice
+from course_utils.checks.mixture_of_experts.group_limited_gates import GROUP_LIMITED_GATES, check_group_limited_gates
 from course_utils.checks.mixture_of_experts.load_balancing_loss import LOAD_BALANCING_LOSS, check_load_balancing_loss
 from course_utils.checks.mixture_of_experts.moe_forward import MOE_FORWARD, check_moe_forward
 from course_utils.checks.mixture_of_experts.top_k_router import TOP_K_ROUTER, check_top_k_router
@@ -37,6 +40,7 @@ _IN_NOTEBOOK_ORDER = (
     EXPERT_CHOICE,
     MOE_FORWARD,
     LOAD_BALANCING_LOSS,
+    GROUP_LIMITED_GATES,
     DEEPSEEK_MOE,
 )
 EXERCISES = {ex.name: ex for ex in _IN_NOTEBOOK_ORDER}
@@ -47,6 +51,7 @@ __all__ = [
     "DISPATCH_WITH_CAPACITY",
     "EXERCISES",
     "EXPERT_CHOICE",
+    "GROUP_LIMITED_GATES",
     "LOAD_BALANCING_LOSS",
     "MOE_FORWARD",
     "TOP_K_ROUTER",
@@ -54,6 +59,7 @@ __all__ = [
     "check_dispatch_and_combine",
     "check_dispatch_with_capacity",
     "check_expert_choice",
+    "check_group_limited_gates",
     "check_load_balancing_loss",
     "check_moe_forward",
     "check_top_k_router",

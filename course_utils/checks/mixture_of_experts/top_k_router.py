@@ -10,11 +10,9 @@ from __future__ import annotations
 import torch
 
 from course_utils.checks.bank import Bank
-from course_utils.checks.compare import describe_mismatch
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.mixture_of_experts._cases import random_logits
+from course_utils.checks.mixture_of_experts._cases import compare_routes, random_logits
 from course_utils.moe_routing import top_k_gates
-from course_utils.tolerances import teaching_tolerance
 
 
 def top_k_router(router_logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -30,25 +28,6 @@ def _router_cases(seed: int) -> list[Case]:
         Case("6 tokens, 5 experts, k=3", (random_logits(gen, 6, 5), 3)),
         Case("5 tokens, 3 experts, k=1", (random_logits(gen, 5, 3), 1)),
     ]
-
-
-def _by_expert(result):
-    """(gates, indices) with each row put in increasing expert order, so any order of the k passes."""
-    if not (
-        isinstance(result, (tuple, list)) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)
-    ):
-        return result
-    gates, indices = result
-    if gates.shape != indices.shape or indices.is_floating_point():
-        return result
-    indices, order = indices.long().sort(dim=-1)
-    return gates.gather(-1, order), indices
-
-
-def _compare_routes(expected, got) -> str | None:
-    if not (isinstance(got, (tuple, list)) and len(got) == 2):
-        return f"expected a pair (gates, indices), got {type(got).__name__}"
-    return describe_mismatch(_by_expert(expected), _by_expert(tuple(got)), tol=teaching_tolerance("float32"))
 
 
 bank = Bank()
@@ -127,7 +106,7 @@ TOP_K_ROUTER = Exercise(
     name="top_k_router",
     reference=top_k_router,
     cases=_router_cases,
-    compare=_compare_routes,
+    compare=compare_routes,
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[
