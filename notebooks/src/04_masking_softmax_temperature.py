@@ -38,6 +38,8 @@
 #         difficulty: 3
 #         minutes: 15
 #         points: 2
+#     numbers_allowed:
+#       '115': the exercises' minutes added up from this metadata (tests/test_exercise_lines.py checks the line)
 #   jupytext:
 #     cell_metadata_filter: all
 #     notebook_metadata_filter: course,-jupytext.text_representation.jupytext_version
@@ -72,6 +74,8 @@
 #    the blocked part: about half of it for a causal mask, and all but a band of width $w$ for a
 #    sliding window ($n \cdot w$ instead of $n^2$). You write a sliding-window attention that computes
 #    only that band, and we measure both.
+#
+# **9 exercises, 19 points, about 115 minutes in all.**
 
 # %% [markdown]
 # ## 1 · Set up

@@ -64,6 +64,8 @@
 # 6. train a tiny two-layer model (it takes seconds on a CPU; the cell times it) and find two heads
 #    that learned different jobs, a **previous-token head** and an **induction head**, by writing
 #    the two scores that detect them (exercises).
+#
+# **7 exercises, 15 points, about 85 minutes in all.**
 
 # %% [markdown]
 # ## 1 · Set up
