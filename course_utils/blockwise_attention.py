@@ -8,8 +8,13 @@ rescaling all three whenever a block raises the maximum, and divides at the end.
 the one number per query that FlashAttention keeps for its backward pass. Any leading (batch, head) dims;
 the code follows the inputs' device.
 
-Leaves out: masks, tiling over queries (each query row is independent, so that is only a loop), the
-GPU kernel itself (on-chip memory, warps), and the backward pass (``attention_gradients``).
+``blockwise_attention_backward`` is that backward pass (FlashAttention-2's, readable): from q, k, v, the
+output, the log-sum-exp and dL/dout it recomputes each tile of weights as exp(score − lse), never storing
+the full pattern, and uses D = rowsum(dL/dout ∘ out), which equals the softmax Jacobian's Σ_j p_j dL/dp_j.
+Tested against ``attention_gradients.sdp_attention_backward``.
+
+Leaves out: masks, tiling over queries (each query row is independent, so that is only a loop), and the
+GPU kernel itself (on-chip memory, warps).
 """
 
 from __future__ import annotations
@@ -52,3 +57,37 @@ def blockwise_attention(
         out = out * rescale + weights @ v_block
         row_max = new_max
     return out / row_sum, (row_max + row_sum.log()).squeeze(-1)
+
+
+def blockwise_attention_backward(
+    q: Float[Tensor, "... q_pos d_head"],
+    k: Float[Tensor, "... k_pos d_head"],
+    v: Float[Tensor, "... k_pos d_v"],
+    out: Float[Tensor, "... q_pos d_v"],
+    lse: Float[Tensor, "... q_pos"],
+    grad_out: Float[Tensor, "... q_pos d_v"],
+    block_size: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(dL/dq, dL/dk, dL/dv) from the forward's ``out`` and ``lse``, keys visited ``block_size`` at a time.
+
+    Equal to ``attention_gradients.sdp_attention_backward(q, k, v, grad_out)`` (tested); the largest score
+    tile held is (q_pos, block_size).
+    """
+    scaled_dot_product_attention(q[..., :1, :], k, v)  # validates q, k and v on one query row
+    positive_int("block_size", block_size)
+    if out.shape != grad_out.shape or out.shape != (*q.shape[:-1], v.shape[-1]) or lse.shape != q.shape[:-1]:
+        raise ValueError(
+            f"out and grad_out must have shape {(*q.shape[:-1], v.shape[-1])} and lse {tuple(q.shape[:-1])}, got "
+            f"{tuple(out.shape)}, {tuple(grad_out.shape)} and {tuple(lse.shape)}"
+        )
+    scale = 1 / math.sqrt(q.shape[-1])
+    D = (grad_out * out).sum(dim=-1, keepdim=True)  # (..., q_pos, 1): Σ_j p_j dL/dp_j, from the output alone
+    grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    for start in range(0, k.shape[-2], block_size):
+        block = slice(start, start + block_size)
+        weights = torch.exp(q @ k[..., block, :].transpose(-2, -1) * scale - lse[..., None])  # (..., q_pos, block)
+        grad_v[..., block, :] = weights.transpose(-2, -1) @ grad_out
+        grad_scores = weights * (grad_out @ v[..., block, :].transpose(-2, -1) - D) * scale
+        grad_q += grad_scores @ k[..., block, :]
+        grad_k[..., block, :] = grad_scores.transpose(-2, -1) @ q
+    return grad_q, grad_k, grad_v

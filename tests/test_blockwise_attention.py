@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from course_utils.attention import attention_scores, scaled_dot_product_attention
-from course_utils.blockwise_attention import blockwise_attention
+from course_utils.attention_gradients import sdp_attention_backward
+from course_utils.blockwise_attention import blockwise_attention, blockwise_attention_backward
 
 
 @pytest.mark.parametrize("block_size", [1, 3, 7, 100])
@@ -39,3 +40,16 @@ def test_bad_input_names_the_argument():
         blockwise_attention(q, q, q, 0)
     with pytest.raises(ValueError, match="k and v must have the same number of positions"):
         blockwise_attention(q, q, torch.randn(2, 4), 2)
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 7])
+def test_backward_equals_the_full_backward(block_size):
+    gen = torch.Generator().manual_seed(2)
+    q, k = torch.randn(2, 5, 8, generator=gen, dtype=torch.float64), torch.randn(2, 7, 8, generator=gen, dtype=torch.float64)
+    v, grad_out = torch.randn(2, 7, 3, generator=gen, dtype=torch.float64), torch.randn(2, 5, 3, generator=gen, dtype=torch.float64)
+    out, lse = blockwise_attention(q, k, v, block_size)
+    got = blockwise_attention_backward(q, k, v, out, lse, grad_out, block_size)
+    for g, e in zip(got, sdp_attention_backward(q, k, v, grad_out), strict=True):
+        torch.testing.assert_close(g, e)
+    with pytest.raises(ValueError, match="lse"):
+        blockwise_attention_backward(q, k, v, out, lse[..., :2], grad_out, block_size)

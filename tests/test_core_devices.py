@@ -74,6 +74,8 @@ def _calls() -> dict:
         "attention_gradients.attention_head_backward": lambda: AG.attention_head_backward(
             t(2, 3, 8), t(8, 2), t(8, 2), t(8, 2), t(2, 8), t(2, 3, 8)),
         "blockwise_attention.blockwise_attention": lambda: BA.blockwise_attention(t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), 2),
+        "blockwise_attention.blockwise_attention_backward": lambda: BA.blockwise_attention_backward(
+            t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), t(2, 3, 6), t(2, 3), t(2, 3, 6), 2),
         "attention_gradients.sdp_attention_backward": lambda: AG.sdp_attention_backward(
             t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), t(2, 3, 6)),
         "multihead.MultiHeadAttention": module_call("multihead.MultiHeadAttention", 8, 2, x=t(2, 3, 8)),

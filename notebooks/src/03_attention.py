@@ -14,6 +14,10 @@
 #         difficulty: 1
 #         minutes: 5
 #         points: 1
+#       blockwise_attention_backward:
+#         difficulty: 3
+#         minutes: 25
+#         points: 3
 #       blockwise_attention:
 #         difficulty: 3
 #         minutes: 20
@@ -57,12 +61,13 @@
 # 3. write attention scores and scaled dot-product attention yourself, then attention over blocks of
 #    keys with an online softmax, the way FlashAttention computes it;
 # 4. measure *why* the scores are divided by $\sqrt{d_k}$, watch softmax saturate with a slider, and write
-#    attention's backward pass by hand to see where the gradient goes;
+#    attention's backward pass by hand to see where the gradient goes, then block by block as FlashAttention-2
+#    does;
 # 5. see why queries and keys need different matrices, and build a cross-attention head;
 # 6. package one attention head as a PyTorch module, write its backward pass down to the weights, and
 #    count what its value/output matrices save.
 #
-# Seven exercises, 17 points in all (each heading gives its points, difficulty and expected minutes).
+# Eight exercises, 20 points in all (each heading gives its points, difficulty and expected minutes).
 
 # %% [markdown]
 # ## 1 · Set up
@@ -473,6 +478,69 @@ for d in (1, 16, 64, 256, 1024):
 # Scaled, the score gradient keeps its size at every `d_k`. Unscaled, it shrinks as `d_k` grows, and
 # at the largest `d_k` most queries get practically nothing back: their $W_Q$ and $W_K$ would not
 # learn. That is the second half of the case for $\sqrt{d_k}$.
+
+# %% [markdown]
+# ### The backward pass, block by block
+#
+# Your backward pass recomputed the whole `q_pos × k_pos` pattern, which is exactly what the blockwise
+# forward of section 3 avoided. FlashAttention-2's backward does without it, using two facts:
+#
+# * the forward's log-sum-exp `lse` gives back any tile of weights exactly: $p_{ij} = e^{s_{ij} - \text{lse}_i}$,
+#   for the keys of one block at a time;
+# * the softmax's correction term $\sum_j p_j\,\partial L/\partial p_j$ needs a whole row, but it equals
+#   $D_i = \sum_e (\partial L/\partial O)_{ie}\,O_{ie}$, because $\partial L/\partial p_j =
+#   \partial L/\partial O \cdot v_j$ and $\sum_j p_j v_j$ is the output row itself. So one pass over `grad_out`
+#   and `out` before the loop gives it, for every query.
+#
+# Then each block of keys yields its own rows of `grad_k` and `grad_v` completely, and adds its share to
+# `grad_q`, which every block touches.
+#
+# ### Exercise: attention's backward pass over blocks of keys (3 points, difficulty 3/3, about 25 min)
+#
+# Write `blockwise_attention_backward(q, k, v, out, lse, grad_out, block_size)`, where `out` and `lse` are
+# what your `blockwise_attention` returned for `q`, `k`, `v`. Return `(grad_q, grad_k, grad_v)`, the same
+# tuple as `sdp_attention_backward`. The form the check requires: visit the keys `block_size` at a time
+# (the last block may be shorter), recompute each tile of weights from `lse`, and take the correction
+# term from `D` as above; no autograd.
+
+# %%
+def blockwise_attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                                 lse: torch.Tensor, grad_out: torch.Tensor,
+                                 block_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    # BEGIN SOLUTION
+    scale = 1 / math.sqrt(q.shape[-1])
+    D = (grad_out * out).sum(dim=-1, keepdim=True)  # (..., q_pos, 1)
+    grad_q, grad_k, grad_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    for start in range(0, k.shape[-2], block_size):
+        block = slice(start, start + block_size)
+        weights = torch.exp(q @ k[..., block, :].transpose(-2, -1) * scale - lse[..., None])  # (..., q_pos, block)
+        grad_v[..., block, :] = weights.transpose(-2, -1) @ grad_out
+        grad_scores = weights * (grad_out @ v[..., block, :].transpose(-2, -1) - D) * scale
+        grad_q += grad_scores @ k[..., block, :]
+        grad_k[..., block, :] = grad_scores.transpose(-2, -1) @ q
+    return grad_q, grad_k, grad_v
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.attention import check_blockwise_attention_backward
+
+check_blockwise_attention_backward(blockwise_attention_backward)
+
+# %% [markdown]
+# Stuck? Ask for a hint in a new cell: `hint("blockwise_attention_backward")` gives a nudge, `hint("blockwise_attention_backward", 2)` a stronger one. Hints never show the code.
+
+# %% [markdown]
+# The course's version, `course_utils.blockwise_attention.blockwise_attention_backward`, on the 1,024 keys of
+# section 3 in blocks of 64, gives the same gradients as the full backward pass:
+
+# %%
+from course_utils.blockwise_attention import blockwise_attention_backward as reference_blockwise_backward
+
+grad_long = torch.randn(1024, 32, generator=torch.Generator().manual_seed(5), dtype=torch.float64)   # dL/dout, made up
+tiled = reference_blockwise_backward(q_long, k_long, v_long, out_blocks, lse_blocks, grad_long, block_size=64)
+full = reference_backward(q_long, k_long, v_long, grad_long)
+print("same dL/dq, dL/dk, dL/dv as the full backward:", all(torch.allclose(t, f) for t, f in zip(tiled, full)))
 
 # %% [markdown]
 # ## 5 · Why three matrices?

@@ -5,6 +5,8 @@
 - ``blockwise_attention``: the same attention with an online softmax over blocks of keys (FlashAttention's
   forward), returning each query's log-sum-exp too;
 - ``sdp_attention_backward``: dL/dq, dL/dk, dL/dv of that attention by hand, through the softmax Jacobian;
+- ``blockwise_attention_backward``: the same gradients block by block from the forward's log-sum-exp
+  (FlashAttention-2's backward);
 - ``cross_attention_head``: queries from x, keys and values from a context of another width (the student
   writes the class);
 - ``attention_head``: one head as a torch module (the student writes the class; the check copies in
@@ -21,6 +23,10 @@ from course_utils.checks.attention.attention_head_backward import (
 )
 from course_utils.checks.attention.attention_scores import ATTENTION_SCORES, check_attention_scores
 from course_utils.checks.attention.blockwise_attention import BLOCKWISE_ATTENTION, check_blockwise_attention
+from course_utils.checks.attention.blockwise_attention_backward import (
+    BLOCKWISE_ATTENTION_BACKWARD,
+    check_blockwise_attention_backward,
+)
 from course_utils.checks.attention.cross_attention_head import CROSS_ATTENTION_HEAD, check_cross_attention_head
 from course_utils.checks.attention.sdp_attention import SDP_ATTENTION, check_sdp_attention
 from course_utils.checks.attention.sdp_attention_backward import SDP_ATTENTION_BACKWARD, check_sdp_attention_backward
@@ -32,6 +38,7 @@ EXERCISES = {
         SDP_ATTENTION,
         BLOCKWISE_ATTENTION,
         SDP_ATTENTION_BACKWARD,
+        BLOCKWISE_ATTENTION_BACKWARD,
         CROSS_ATTENTION_HEAD,
         ATTENTION_HEAD,
         ATTENTION_HEAD_BACKWARD,
@@ -43,6 +50,7 @@ __all__ = [
     "ATTENTION_HEAD_BACKWARD",
     "ATTENTION_SCORES",
     "BLOCKWISE_ATTENTION",
+    "BLOCKWISE_ATTENTION_BACKWARD",
     "CROSS_ATTENTION_HEAD",
     "EXERCISES",
     "SDP_ATTENTION",
@@ -51,6 +59,7 @@ __all__ = [
     "check_attention_head_backward",
     "check_attention_scores",
     "check_blockwise_attention",
+    "check_blockwise_attention_backward",
     "check_cross_attention_head",
     "check_sdp_attention",
     "check_sdp_attention_backward",
