@@ -12,6 +12,7 @@ the function twice with the same seed to see that the draws come from the genera
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -44,12 +45,12 @@ def _run_init(impl, case: Case) -> dict:
     """Each parameter's root mean square and standard deviation after ``impl`` on a model filled with 7s, and
     whether a second run from the same seed gives the same weights."""
     cfg, seed = case.args
+    template = GPT(cfg)
+    with torch.no_grad():
+        for p in template.parameters():
+            p.fill_(7.0)  # anything left as it was shows
     states = []
-    for _ in range(2):
-        model = GPT(cfg)
-        with torch.no_grad():
-            for p in model.parameters():
-                p.fill_(7.0)  # anything left as it was shows
+    for model in (template, copy.deepcopy(template)):
         impl(model, torch.Generator().manual_seed(seed))
         states.append({name: t.detach().double() for name, t in model.state_dict().items()})
     rms = {name: float(t.pow(2).mean().sqrt()) for name, t in states[0].items()}
