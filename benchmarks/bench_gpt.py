@@ -1,14 +1,16 @@
 """Three measurements for notebook 09's small GPT, on the CPU, float32.
 
 0. Parity with nanoGPT (``--only nanogpt``): the course ``GPT`` (``impl="fused"``, ``fused_sequence_loss``,
-   ``training.make_optimizer``'s AdamW) against ``nanogpt_ref.NanoGPT``, a re-implementation (written here,
+   ``training.make_optimizer``'s fused AdamW) against ``nanogpt_ref.NanoGPT``, a re-implementation (written here,
    not copied) of the block structure of Karpathy's nanoGPT ``model.py``: ``c_attn`` one
    ``Linear(d, 3d)``, SDPA with ``is_causal=True`` and no mask tensor, ``nn.GELU``, ``F.cross_entropy``
    on a flattened view inside ``forward``, AdamW with its two weight-decay groups and no ``fused``
    (as nanoGPT sets it up on a CPU). Both at nanoGPT's shape: 4 layers, 4 heads, 128 wide, T 128,
    vocabulary 1,000, batch 16, no biases, tied embeddings, 931,968 parameters each. One thread;
-   rounds alternate the models (and which goes first); the paired ratio is nanoGPT's time / the
-   course's in the same round (above 1: the course is faster). Dropout is left out (nanoGPT's
+   one pair at a time, rounds alternate the two (A B, B A, ...); the paired ratio is nanoGPT's time / the
+   course's in the same round (above 1: the course is faster), on the wall clock and on the thread's
+   CPU clock (``time.thread_time``: the time the one computing thread ran, which a busy machine's
+   other processes disturb far less than the wall clock; both reported). Dropout is left out (nanoGPT's
    ``nn.Dropout(0.0)`` calls cost a little; without them the baseline is, if anything, faster).
 1. Training throughput (tokens/s: forward + backward + AdamW step) of the course ``GPT``
    (``impl="fused"``) against a same-size model built from PyTorch's own
@@ -74,7 +76,7 @@ class TorchEncoderGPT(nn.Module):
         return self.head(self.ln(x))
 
 
-def nanogpt_parity(rounds: int, steps: int = 3, batch: int = 16) -> dict:
+def nanogpt_parity(rounds: int, steps: int = 4, batch: int = 16) -> dict:
     """Paired per-round ratios nanoGPT time / course time, one thread, for three pairs (see the docstring)."""
     torch.manual_seed(0)
     tanh = GPTConfig(**{**NANO.to_dict(), "activation": "gelu_tanh"})
@@ -107,23 +109,28 @@ def nanogpt_parity(rounds: int, steps: int = 3, batch: int = 16) -> dict:
              "course, tanh GELU, sequence_loss": lambda: course_step(course["tanh"], sequence_loss),
              "nanoGPT, exact GELU": lambda: nano_step(nano["exact"]),
              "nanoGPT, tanh GELU": lambda: nano_step(nano["tanh"])}
-    times = {name: [] for name in sides}
-    with torch_threads(1):
-        for step in sides.values():  # warm-up
-            step(), step()
-        for r in range(rounds):
-            for name in list(sides)[:: 1 if r % 2 == 0 else -1]:  # alternate which goes first
-                start = time.perf_counter()
-                for _ in range(steps):
-                    sides[name]()
-                times[name].append((time.perf_counter() - start) / steps)
     pairs = {"same maths, exact GELU (nanoGPT's)": ("course, exact GELU", "nanoGPT, exact GELU"),
              "same maths, tanh GELU (the course's default)": ("course, tanh GELU", "nanoGPT, tanh GELU"),
              "course default + sequence_loss vs nanoGPT": ("course, tanh GELU, sequence_loss", "nanoGPT, exact GELU")}
-    out = {"ms": {name: 1e3 * statistics.median(t) for name, t in times.items()}, "pairs": {}}
-    for label, (ours, theirs) in pairs.items():
-        ratios = sorted(b / a for a, b in zip(times[ours], times[theirs]))
-        out["pairs"][label] = {"median": statistics.median(ratios), "min": ratios[0], "max": ratios[-1]}
+    out = {"ms": {}, "pairs": {}}
+    with torch_threads(1):
+        for label, pair in pairs.items():  # one pair at a time: each side follows the other (or itself) alike
+            times = {name: ([], []) for name in pair}  # wall clock, thread CPU time
+            for name in pair:  # warm-up
+                sides[name](), sides[name]()
+            for r in range(rounds):
+                for name in pair[:: 1 if r % 2 == 0 else -1]:  # A B, B A, A B, ...
+                    start, cpu_start = time.perf_counter(), time.thread_time()
+                    for _ in range(steps):
+                        sides[name]()
+                    times[name][0].append((time.perf_counter() - start) / steps)
+                    times[name][1].append((time.thread_time() - cpu_start) / steps)
+            for name in pair:
+                out["ms"].setdefault(name, tuple(1e3 * statistics.median(t) for t in times[name]))
+            ours, theirs = pair
+            for i, clock in enumerate(("wall", "cpu")):
+                ratios = sorted(b / a for a, b in zip(times[ours][i], times[theirs][i]))
+                out["pairs"][label, clock] = {"median": statistics.median(ratios), "min": ratios[0], "max": ratios[-1]}
     return out
 
 
@@ -193,14 +200,14 @@ def load_average() -> str:
 
 
 def print_parity(rounds: int) -> None:
-    print(f"nanoGPT parity, 1 thread, {rounds} rounds of 3 steps, load average {load_average()} at the start")
+    print(f"nanoGPT parity, 1 thread, {rounds} rounds of 4 steps a side, load average {load_average()} at the start")
     par = nanogpt_parity(rounds)
-    print("| model | ms per step (median) |\n|---|---|")
-    for name, ms in par["ms"].items():
-        print(f"| {name} | {ms:.1f} |")
-    print("| pair | paired speed ratio course / nanoGPT: median | min | max |\n|---|---|---|---|")
-    for label, r in par["pairs"].items():
-        print(f"| {label} | {r['median']:.3f} | {r['min']:.3f} | {r['max']:.3f} |")
+    print("| model | ms per step, wall clock (median) | ms per step, thread CPU time (median) |\n|---|---|---|")
+    for name, (wall, cpu) in par["ms"].items():
+        print(f"| {name} | {wall:.1f} | {cpu:.1f} |")
+    print("| pair | clock | paired speed ratio course / nanoGPT: median | min | max |\n|---|---|---|---|---|")
+    for (label, clock), r in par["pairs"].items():
+        print(f"| {label} | {clock} | {r['median']:.3f} | {r['min']:.3f} | {r['max']:.3f} |")
     print(f"load average {load_average()} at the end")
 
 
