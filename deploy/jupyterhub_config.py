@@ -1,0 +1,59 @@
+"""JupyterHub for a class on one server (The Littlest JupyterHub's layout), serving this course.
+
+Run as root from the hub's state folder:  cd /srv/jupyterhub && jupyterhub -f /opt/course/deploy/jupyterhub_config.py
+(/opt/course: this repository, owned by root; its environment made as deploy/README.md says). Per student:
+- a home of their own (a Linux account: PAM logs them in, LocalProcessSpawner runs their server as them);
+- on every login, before their server starts, deploy/first-login.sh runs AS THEM: `course-lab update` (the
+  command `make lab` runs) makes ~/course, their student copy, the first time, and later only adds new
+  notebooks beside theirs, never overwriting one;
+- the course itself (package, notebooks, data/) is read-only to them: root owns /opt/course and the env;
+- a hand-in folder COURSE_HANDIN/<user> (theirs, mode 700, shown as ~/handin) that the instructor grades
+  with `course-lab grade /srv/handin --out grades.csv` (docs/jupyterhub.md).
+tests/browser/test_jupyterhub.py loads this file and overrides only the authenticator, the spawner and ports.
+"""
+
+import os
+import pwd
+from pathlib import Path
+
+c = get_config()  # noqa: F821 (JupyterHub's config loader defines get_config)
+
+COURSE = Path(__file__).resolve().parents[1]  # the repository this file is in
+HANDIN = Path(os.environ.get("COURSE_HANDIN", "/srv/handin"))
+
+# Each student's server: JupyterLab in their home, opening their copy of the welcome notebook.
+c.Spawner.cmd = [str(COURSE / "deploy" / "first-login.sh"), "jupyterhub-singleuser"]
+c.Spawner.notebook_dir = "~"
+c.Spawner.default_url = "/lab/tree/course/00_welcome.ipynb"
+c.Spawner.environment = {
+    "COURSE_NOTEBOOKS": str(COURSE / "notebooks"),
+    "COURSE_HANDIN": str(HANDIN),
+    # 100 kernels on one server must not each start a thread per core (torch's default); outputs do not change.
+    "OMP_NUM_THREADS": "2",
+}
+# Measured (docs/jupyterhub.md): 453 MiB resident per student after the welcome notebook (329 MiB their own),
+# 685 MiB for 09's kernel at its peak. Only spawners that can enforce these read them (systemdspawner, as TLJH
+# uses, and KubeSpawner); LocalProcessSpawner does not.
+c.Spawner.mem_guarantee = "512M"
+c.Spawner.mem_limit = "2G"
+
+
+def make_handin_folder(spawner) -> None:
+    """COURSE_HANDIN/<user>, owned by the student and closed to the other students (runs in the hub)."""
+    folder = HANDIN / spawner.user.name
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        account = pwd.getpwnam(spawner.user.name)
+    except KeyError:  # no such Linux account: the test's spawner runs every student as the hub's own user
+        return
+    os.chown(folder, account.pw_uid, account.pw_gid)
+
+
+c.Spawner.pre_spawn_hook = make_handin_folder
+
+# Who may log in: members of these Linux groups (PAM, the default authenticator). A university usually
+# swaps in its single sign-on (oauthenticator) or LTI (ltiauthenticator); nothing else here changes.
+c.PAMAuthenticator.allowed_groups = {"course-students"}
+c.PAMAuthenticator.admin_groups = {"course-staff"}
+# TLJH also stops idle servers after an hour (jupyterhub-idle-culler): add it for a class, since an idle
+# student's kernel keeps its memory.
