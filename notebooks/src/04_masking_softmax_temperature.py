@@ -770,8 +770,8 @@ for name, share in tiles.items():
 # shape `(..., pos, d_head)`. Never build the `pos × pos` table: take the queries in blocks of `window`,
 # and score each block only against the keys that its queries may see, from `window - 1` positions
 # before the block's start to its end, masking what is outside the band. The check compares with the
-# full table under `sliding_window_mask` and counts your call's matrix-multiply FLOPs with PyTorch's
-# `FlopCounterMode`: it accepts at most what the blocked approach needs.
+# full table under `sliding_window_mask` and counts the matrix-multiply FLOPs of your call (as PyTorch's
+# `FlopCounterMode` counts them): it accepts at most what the blocked approach needs.
 
 # %%
 def sliding_window_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int) -> torch.Tensor:
