@@ -38,4 +38,5 @@ class TableModel:
     __hash__ = None
 
     def __repr__(self) -> str:
-        return f"TableModel(d_vocab={self.table.shape[-1]})"
+        first = ", ".join(f"{x:.3f}" for x in self.table.flatten()[:3].tolist())  # tells seeded tables apart
+        return f"TableModel(d_vocab={self.table.shape[-1]}, logits {first}, ...)"
