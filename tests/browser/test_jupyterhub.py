@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -146,7 +147,7 @@ def _start_grading(handin: Path, source: Path, out: Path) -> subprocess.Popen:
     args = ["grade", str(handin), "--out", str(out), "--source", str(source), "--assignment", "00_welcome"]
     args += ["--jobs", "2", "--quiet"] + (["--no-sandbox"] if isolation_problem() else [])
     return subprocess.Popen([sys.executable, "-m", "course_utils.lab.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
 def _totals(grading: subprocess.Popen, out: Path) -> dict[str, tuple[float, float]]:
@@ -162,7 +163,21 @@ def _second_login(course: Path, home: Path) -> subprocess.Popen:
     """The step every login runs before the student's server starts (deploy/first-login.sh), run again."""
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "COURSE_NOTEBOOKS": str(course)}
     return subprocess.Popen([str(DEPLOY_CONFIG.parent / "first-login.sh")], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _check_after_class(hub: Hub, course: Path, before: dict, grading, second) -> None:
+    for user in STUDENTS:  # each student's own copy, each hand-in in their own folder
+        assert (hub.homes / user / "course" / WELCOME).exists()
+        assert (hub.handin / user / WELCOME).exists()
+    assert _digests(course) == before, "a student's session changed the course's own notebooks"
+    alice = hub.homes / "alice" / "course" / WELCOME
+    output, _ = second.communicate(timeout=120)
+    assert second.returncode == 0 and "up to date" in output, output
+    assert "x.max(dim=-1, keepdim=True).values" in alice.read_text()  # her edit survived the second login
+    totals = _totals(grading, hub.state.parent / "grades.csv")
+    assert set(totals) == set(STUDENTS), totals
+    assert totals["alice"][0] == totals["alice"][1] > 0 and totals["bob"][0] == 0, totals
 
 
 @pytest.mark.browser
@@ -177,32 +192,27 @@ def test_two_students_on_a_real_jupyterhub_run_widgets_hand_in_and_are_graded(tm
     started = time.monotonic()
     hub = Hub(tmp_path / "hub", course, set(STUDENTS)).start()
     hub_start = time.monotonic() - started
+    background: list[subprocess.Popen] = []  # the grader and alice's second login, run while the hub stops
     try:
         with ThreadPoolExecutor(1) as pool:  # Playwright's sync API will not run beside the browser fixture's loop
             first_login = pool.submit(_students_work, hub).result()
         memory = {user: hub.memory_mib(user) for user in STUDENTS}
         browsed = time.monotonic() - started
         # the instructor grades while the hub shuts down; alice logs in again meanwhile
-        grading = _start_grading(hub.handin, course, tmp_path / "grades.csv")
-        second = _second_login(course, hub.homes / "alice")
+        background += [_start_grading(hub.handin, course, tmp_path / "grades.csv"),
+                       _second_login(course, hub.homes / "alice")]
     except BaseException:
         print(hub.log_tail())
         raise
     finally:
         hub.stop()
-
-    for user in STUDENTS:  # each student's own copy, each hand-in in their own folder
-        assert (hub.homes / user / "course" / WELCOME).exists()
-        assert (hub.handin / user / WELCOME).exists()
-    assert _digests(course) == before, "a student's session changed the course's own notebooks"
-    alice = hub.homes / "alice" / "course" / WELCOME
-    output, _ = second.communicate(timeout=120)
-    assert second.returncode == 0 and "up to date" in output, output
-    assert "x.max(dim=-1, keepdim=True).values" in alice.read_text()  # her edit survived the second login
-
-    totals = _totals(grading, tmp_path / "grades.csv")
-    assert set(totals) == set(STUDENTS), totals
-    assert totals["alice"][0] == totals["alice"][1] > 0 and totals["bob"][0] == 0, totals
+    try:
+        _check_after_class(hub, course, before, *background)
+    finally:
+        for proc in background:  # left running only when a check failed
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     graded = time.monotonic() - started
