@@ -1001,12 +1001,12 @@ if RUN_FULL_RECIPE:
 #
 # The recipe above is sized for a laptop's processor. A CUDA GPU runs the same step many times faster,
 # so on one the notebook offers a **GPU profile**: a deeper and wider model that reads a longer context,
-# trained for more steps on bigger batches. Two changes to *how* it trains make the card's time count.
+# trained for more steps on bigger batches. One change to *how* it trains makes the card's time count:
 # **bfloat16 autocast** runs the matrix products in bfloat16, the format a GPU's tensor cores multiply
 # fastest, while the weights, the optimiser's moments and the loss stay float32 (autocast picks per
-# operation; nothing you wrote changes). **Fused AdamW** updates every parameter in one kernel instead of
-# several small ones per tensor. The first cell prints both profiles and the GPU profile's target: a
-# validation loss at least 0.3 nats below the CPU run's, in at most 90 s of training.
+# operation; nothing you wrote changes). Both profiles update the weights with PyTorch's fused AdamW,
+# one kernel per tensor instead of several. The first cell prints both profiles and the GPU profile's
+# target: a validation loss at least 0.3 nats below the CPU run's, in at most 90 s of training.
 #
 # `PROFILE` picks the profile. `"auto"` takes the GPU profile when the course's device is CUDA and the
 # CPU profile otherwise; `"cpu"` or `"gpu"` forces one (`"gpu"` needs a CUDA device). The CPU profile
