@@ -59,7 +59,7 @@ def module_call(path: str, *args, x, method: str = "__call__"):
 def _calls() -> dict:
     from course_utils import attention_gradients as AG
     from course_utils import attention as A, embeddings as E, induction as I, masking as MK, multihead as MH
-    from course_utils import entropy as EN, positions as P, sampling as SA, softmax as S
+    from course_utils import entropy as EN, positions as P, sampling as SA, softmax as S, grouped_query as GQ
     from course_utils import mlp as ML, sparse_autoencoder as SAE, superposition as SU, toy_models as TM
     from course_utils import toy_phases as TP
 
@@ -79,6 +79,9 @@ def _calls() -> dict:
         "attention_gradients.sdp_attention_backward": lambda: AG.sdp_attention_backward(
             t(2, 3, 4), t(2, 5, 4), t(2, 5, 6), t(2, 3, 6)),
         "multihead.MultiHeadAttention": module_call("multihead.MultiHeadAttention", 8, 2, x=t(2, 3, 8)),
+        "multihead.FusedMultiHeadAttention": module_call("multihead.FusedMultiHeadAttention", 8, 2, True, x=t(2, 3, 8)),
+        "grouped_query.GroupedQueryAttention": module_call("grouped_query.GroupedQueryAttention", 8, 4, 2, x=t(2, 3, 8)),
+        "grouped_query.repeat_kv": lambda: GQ.repeat_kv(t(2, 2, 3, 4), 4),
         "softmax.masked_softmax": lambda: S.masked_softmax(t(3, 4), mask(3, 4)),
         "softmax.masked_softmax_": lambda: S.masked_softmax_(t(3, 4), mask(3, 4)),
         "attention.pattern_entropy": lambda: A.pattern_entropy(t(3, 4)),
@@ -215,6 +218,11 @@ NOT_ON_META = {
     "sampling.sample_next_token": "draws random numbers: needs data",
     "sampling.sample_counts": "draws random numbers: needs data",
     "multihead.to_torch_mha": "copies weights, needs data",
+    "multihead.to_fused": "copies weights, needs data",
+    "grouped_query.kv_cache_values": "arithmetic on Python ints, no tensors",
+    "beam_search.beam_search": "a search in Python over token ids read back with .tolist(): needs data",
+    "beam_search.exhaustive_search": "a search in Python over token ids read back with .tolist(): needs data",
+    "masking.left_padded_batch": "takes Python lists of token ids: no input device to follow",
     "multihead.attention_cost": "arithmetic on Python ints, no tensors",
     "masking.padding_mask": "lengths are checked against n_ctx with .item()",
     "masking.document_mask": "document ids are compared value by value",
