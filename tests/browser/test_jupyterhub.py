@@ -95,7 +95,7 @@ def _wait_for_notebook(page, hub: Hub, timeout_s: float = 180.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not page.locator(".jp-Notebook .jp-Cell").count():
         log = hub.log_tail(20_000)
-        if "course-lab update: error" in log or time.monotonic() > deadline:
+        if "first-login.sh: " in log or time.monotonic() > deadline:  # its own message, or the shell's
             raise AssertionError(f"no notebook for the student at {page.url}; the hub's log:\n{log[-6000:]}")
         time.sleep(0.25)
     wait_notebook_shown(page)
