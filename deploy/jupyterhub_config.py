@@ -1,7 +1,7 @@
 """JupyterHub for a class on one server (The Littlest JupyterHub's layout), serving this course.
 
 Run as root from the hub's state folder:  cd /srv/jupyterhub && jupyterhub -f /opt/course/deploy/jupyterhub_config.py
-(/opt/course: this repository, owned by root; its environment made as deploy/README.md says). Per student:
+(/opt/course: this repository, owned by root; its environment made as docs/jupyterhub.md says). Per student:
 - a home of their own (a Linux account: PAM logs them in, LocalProcessSpawner runs their server as them);
 - on every login, before their server starts, deploy/first-login.sh runs AS THEM: `course-lab update` (the
   command `make lab` runs) makes ~/course, their student copy, the first time, and later only adds new
