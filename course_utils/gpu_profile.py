@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -26,7 +26,7 @@ from course_utils.checkpoint import COURSE_MODEL
 from course_utils.counting import ModelConfig, count_parameters
 from course_utils.generation import generate
 from course_utils.gpt import GPT
-from course_utils.gpt_config import GPTConfig
+from course_utils.gpt_config import GPTConfig, check_tokens
 from course_utils.gpt_fused import fused_sequence_loss
 from course_utils.progress import progress_bar
 from course_utils.training import TrainConfig, _check_ids, _get_batch, evaluate, lr_at, make_optimizer
@@ -95,11 +95,14 @@ def train_profile(profile: Profile, train_ids, val_ids, device: torch.device | s
     cfg, device = profile.train, torch.device(device)
     if min(len(train_ids), len(val_ids)) <= profile.model.n_ctx:
         raise ValueError(f"train_ids and val_ids need more than n_ctx={profile.model.n_ctx} tokens each")
+    check_tokens(train_ids[None], replace(profile.model, n_ctx=len(train_ids)))  # ids in the vocabulary, once
     model = GPT(profile.model)
     model.reset_parameters(torch.Generator().manual_seed(cfg.seed))
     model = model.to(device).train()
     optimizer = make_optimizer(model, cfg)
-    forward = functools.partial(model, impl="fused")
+    # GPT.forward checks every batch's ids with two host syncs, which on a GPU stall each step until the
+    # last one finished; the ids were checked above, so a pre-norm model goes straight to the fused kernels
+    forward = model._fused_forward if profile.model.norm == "pre" else functools.partial(model, impl="fused")
     if profile.compile:
         forward = torch.compile(forward)
     generator, losses = torch.Generator().manual_seed(cfg.seed), []

@@ -38,6 +38,8 @@ def test_bad_choices_are_refused_naming_the_argument():
         train_profile("gpu", IDS, IDS)
     with pytest.raises(ValueError, match="more than n_ctx=8"):
         train_profile(TINY, IDS, IDS[:8], progress=False)
+    with pytest.raises(ValueError, match="unknown token id 30"):
+        train_profile(TINY, torch.cat([IDS, torch.tensor([30])]), IDS, progress=False)
 
 
 def test_the_cpu_profile_is_the_committed_checkpoints_recipe():
@@ -55,11 +57,13 @@ def test_descriptions_count_the_parameters():
     assert CPU_PROFILE.describe().startswith("cpu: 4 layers x 128 wide, context 64, 932,608 parameters; 800 steps")
 
 
-def test_float32_profile_training_is_train_step_for_step():
+@pytest.mark.parametrize("norm", ["pre", "post"])  # pre-norm skips GPT.forward's per-batch checks
+def test_float32_profile_training_is_train_step_for_step(norm):
     """Same seed, batches, schedule, clipping, AdamW; the fused loss differs from sequence_loss by rounding only."""
+    profile = replace(TINY, model=replace(TINY.model, norm=norm))
     with torch_threads(1):  # a tiny model: a second thread only adds waiting on a busy machine
-        run = train_profile(TINY, IDS, IDS, progress=False, eval_windows=8)
-        model = GPT(TINY.model)
+        run = train_profile(profile, IDS, IDS, progress=False, eval_windows=8)
+        model = GPT(profile.model)
         model.reset_parameters(torch.Generator().manual_seed(TINY.train.seed))
         log = train(model, IDS, IDS, replace(TINY.train, eval_every=4, eval_windows=8), progress=False)
     torch.testing.assert_close(torch.tensor(run["train_loss"]), torch.tensor(log["train_loss"]), rtol=1e-5, atol=0)
