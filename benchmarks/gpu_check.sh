@@ -6,7 +6,8 @@
 #              recipe's in <= 90 s of training (its line "gpu profile: ..." is copied to the summary);
 #   nbval      nbval over all ten notebooks computing on the GPU (stored outputs must match; 09 trains
 #              the GPU profile in its profile cell, whose output is not compared);
-#   compile    whether torch.compile pays for the GPU profile: 300 steps with and without it;
+#   compile    whether torch.compile pays: the GPU profile trained again, compiled (compilation timed
+#              with it), to set beside the uncompiled run of `tests`;
 #   cpu-nbval  nbval again with COURSE_DEVICE=cpu on the machine's own processor (a second CPU model).
 # Run from the repository root with the test packages importable (`make setup-test`, or the wheels
 # named in RESULTS_gpu.md on a machine without network). Logs go to $OUT (default gpu-logs/).
@@ -43,17 +44,16 @@ for step in $steps; do
       grep "^gpu profile:" "$out/gpu_tests.log" | sed 's/^/    /' >> "$summary" ;;
     nbval) run "nbval, ten notebooks on the GPU" 330 nbval_cuda.log python3 -m pytest -p no:cacheprovider -q notebooks ;;
     cpu-nbval) run "nbval, COURSE_DEVICE=cpu" 220 nbval_cpu.log env COURSE_DEVICE=cpu python3 -m pytest -p no:cacheprovider -q notebooks ;;
-    compile)
-      run "torch.compile probe (300 steps each)" 150 compile.log python3 - <<'PY'
+    compile)  # the whole profile once more, compiled: compilation counts, as it would in the notebook
+      run "torch.compile: the GPU profile compiled" 150 compile.log python3 - <<'PY'
 from dataclasses import replace
 from course_utils.checkpoint import corpus_tokens
 from course_utils.gpu_profile import GPU_PROFILE, train_profile
 from course_utils.training import split_tokens
 train_ids, val_ids = split_tokens(corpus_tokens())
-short = replace(GPU_PROFILE, train=replace(GPU_PROFILE.train, steps=300))
-for compiled in (False, True, False, True):  # the first of each warms up (compilation, kernels)
-    run = train_profile(replace(short, compile=compiled), train_ids, val_ids, "cuda", eval_windows=16, progress=False)
-    print(f"compile={compiled}: {run['seconds']:.1f} s for 300 steps, {run['tokens_per_s']:,.0f} tokens/s")
+run = train_profile(replace(GPU_PROFILE, compile=True), train_ids, val_ids, "cuda", progress=False)
+print(f"compile=True: val {run['val_loss']:.3f} in {run['seconds']:.1f} s (compilation included), "
+      f"{run['tokens_per_s']:,.0f} tokens/s")
 PY
       grep "^compile=" "$out/compile.log" | sed 's/^/    /' >> "$summary" ;;
     *) echo "unknown step $step (tests, nbval, compile, cpu-nbval)"; exit 2 ;;
