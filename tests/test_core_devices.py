@@ -57,7 +57,7 @@ def module_call(path: str, *args, x, method: str = "__call__"):
 
 
 def _calls() -> dict:
-    from course_utils import attention_gradients as AG
+    from course_utils import attention_gradients as AG, blockwise_attention as BA
     from course_utils import attention as A, embeddings as E, induction as I, masking as MK, multihead as MH
     from course_utils import entropy as EN, positions as P, sampling as SA, softmax as S, grouped_query as GQ
     from course_utils import mlp as ML, sparse_autoencoder as SAE, superposition as SU, toy_models as TM
@@ -155,7 +155,7 @@ def with_meta_module(build, use):
 def _calls_06_09() -> dict:
     from course_utils import counting as CO, gpt_fused as GF, head_scores as HS, kv_cache as KV, layernorm as LN
     from course_utils import moe as MO, moe_balancing as MB, moe_dispatch as MD, moe_routing as MR, training as TR
-    from course_utils import gpt_outcomes as GO, moe_deepseek as DS, optim as OP
+    from course_utils import gpt_outcomes as GO, moe_deepseek as DS, moe_expert_choice as EC, optim as OP
     from course_utils.mlp import MLP
     from course_utils.multihead import MultiHeadAttention
 
@@ -182,6 +182,9 @@ def _calls_06_09() -> dict:
         "moe_balancing.update_selection_bias": lambda: MB.update_selection_bias(t(4), ids(4), 0.1),
         "moe_deepseek.deepseek_v3_gates": lambda: DS.deepseek_v3_gates(t(5, 4), 2, t(4)),
         "moe_deepseek.sequence_balance_loss": lambda: DS.sequence_balance_loss(t(2, 5, 4), ids(2, 5, 2)),
+        "moe_expert_choice.expert_choice_routing": lambda: EC.expert_choice_routing(t(8, 4), 1.0),
+        "moe_expert_choice.expert_choice": lambda: EC.expert_choice(t(8, 8), t(8, 4),
+                                                                    [lambda x, i=i: i * x for i in range(4)], 1.0),
         "gpt.Block": module_call("gpt.Block", _tiny_gpt_config(), x=t(2, 5, 8)),
         "gpt_fused.fused_qkv": mha(lambda a: GF.fused_qkv(a, t(2, 5, 8))),
         "gpt_fused.fused_out": mha(lambda a: GF.fused_out(a, t(2, 2, 5, 4))),
@@ -271,10 +274,13 @@ NOT_ON_META = {
                  "count_parameters", "group_counts", "mlp_parameters", "norm_parameters")},
     **{f"compute.{n}": "arithmetic on a ModelConfig's Python ints, no tensors"
        for n in ("approximate_forward_flops", "forward_flops", "forward_flops_per_token", "kv_cache_bytes_per_token",
-                 "matmul_parameters", "moe_capacity_and_cost", "training_flops", "training_memory")},
+                 "matmul_parameters", "moe_capacity_and_cost", "training_flops", "training_memory",
+                 "forward_flops_by_operation")},
     "compute.measure_flops": "runs a model on its caller's tensors and returns a Python int (FlopCounterMode)",
     "counting.non_embedding_parameters": "arithmetic on a ModelConfig's Python ints, no tensors",
     "memory.activation_bytes_per_layer": "arithmetic on a ModelConfig's Python ints, no tensors",
+    "memory.training_bytes": "arithmetic on a ModelConfig's Python ints, no tensors",
+    "decoder.count_by_category": "reads its caller's module's parameter names and sizes into Python ints",
     "memory.saved_activation_bytes": "runs its caller's function and returns a Python int (saved-tensor hooks)",
     "decoding.decode_step": "arithmetic on a ModelConfig's Python ints, no tensors",
     "decoding.decode_step_seconds": "arithmetic on Python numbers, no tensors",
@@ -316,6 +322,7 @@ NOT_ON_META = {
     "moe_routing.check_experts_and_k": "checks Python ints",
     "moe_routing.check_capacity_factor": "checks a Python number",
     "moe_routing.expert_capacity": "arithmetic on Python ints, no tensors",
+    "moe_deepseek.deepseek_moe": "groups tokens per routed expert with bincount (data-dependent, no meta kernel)",
     "moe_dispatch.dispatch_naive": "a loop over tokens with data-dependent indexing (needs data)",
     "moe_dispatch.dispatch_grouped": "groups tokens per expert with nonzero (data-dependent shapes)",
     "moe.load_mixtral_block": "copies a transformers block's weights: needs data",
@@ -343,11 +350,11 @@ NOT_ON_META = {
     "optim.lr_schedule": "arithmetic on Python numbers",
     "optim.StepOptimizer": "an optimiser over its caller's parameters (like training.make_optimizer)",
     "capstone.training_loop": "trains a model: needs data",
-    "capstone.estimate_loss": "returns a Python float (needs data)",
     "gpu_profile.Profile": "a dataclass of configs",
     "gpu_profile.choose_profile": "picks a recipe from a name and a device, no tensors",
     "gpu_profile.train_profile": "trains a model: needs data",
     "gpu_profile.profile_samples": "draws random numbers on a CPU copy of the model: needs data",
+    "capstone.estimate_loss": "returns a Python float (needs data)",
     "capstone.FusedGPT": "wraps gpt.GPT, whose token ids are range-checked with .item()",
     "capstone.Capstone": "a dataclass of the assembled parts",
     "capstone.assemble": "builds and seeds a model on the CPU from Python configs (no input tensor to follow)",

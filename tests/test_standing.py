@@ -50,8 +50,10 @@ def test_only_changed_notebooks_run_and_a_wrong_answer_gets_its_hint(tmp_path):
     welcome = next(line for line in lines if line.startswith("00_welcome"))
     assert "stable_softmax" in welcome and "❌" in welcome and welcome.endswith("0 / 2")
     attention = [line for line in lines if line.startswith("03_attention")]
-    assert len(attention) == 1 and "not started" in attention[0] and attention[0].endswith("0 / 6")
-    assert lines[-1].startswith("public checks: 0 of 8 points")
+    points = sum(e["points"] for e in nbformat.read(source / "03_attention.ipynb", as_version=4)
+                 .metadata["course"]["exercises"].values())
+    assert len(attention) == 1 and "not started" in attention[0] and attention[0].endswith(f"0 / {points}")
+    assert lines[-1].startswith(f"public checks: 0 of {2 + points} points")
     assert (mine / "00_welcome.ipynb").read_text().count("x.exp()") >= 1  # the student's file is untouched
 
 
