@@ -5,8 +5,8 @@ comment. An exercise's lines are those of the solution regions since the previou
 cell, up to its own ``check_<exercise>(...)`` call (an exercise may have several regions: a class's
 methods). The README's table of notebooks shows each notebook's total in its "lines you write"
 column, and the line under the table the course's total and the median per exercise; these tests
-fail when either drifts from the notebooks. (Issue #25's target, 600 lines, a median of 6 and 150 in
-notebook 09, is reported here, not asserted.) A notebook whose top states its totals
+fail when either drifts from the notebooks. Issue #25's floor holds: at least 600 lines in all, a median of
+at least 6 per exercise and at least 150 in notebook 09 (the student's own GPT). A notebook whose top states its totals
 (``**N exercises, P points, about M minutes in all.**``) must state its metadata's.
 """
 
@@ -79,8 +79,7 @@ def test_the_readme_table_shows_the_lines_students_write():
     median = statistics.median(every)
     for name, per in counts.items():
         print(f"{name:<32} {len(per):>2} exercises {totals[name]:>4} lines  {per}")
-    print(f"course: {sum(every)} lines in {len(every)} exercises, median {median:g} (issue #25's target: 600, 6, "
-          f"09 >= 150)")
+    print(f"course: {sum(every)} lines in {len(every)} exercises, median {median:g}")
     readme = (ROOT / "README.md").read_text()
     rows = {m["notebook"]: int(m["lines"]) for m in ROW.finditer(readme)}
     assert rows == totals, f"README's 'lines you write' column should read {totals}"
@@ -89,6 +88,15 @@ def test_the_readme_table_shows_the_lines_students_write():
     assert (int(match["total"]), float(match["median"])) == (sum(every), median), (
         f"README's totals line should say {sum(every)} lines and a median of {median:g}"
     )
+
+
+def test_students_write_the_whole_build():
+    """Issue #25: students write at least 600 lines, a median of at least 6 per exercise, 150 in notebook 09."""
+    counts = _course_counts()
+    every = [n for per in counts.values() for n in per.values()]
+    assert sum(every) >= 600, f"students write {sum(every)} lines in all"
+    assert statistics.median(every) >= 6, f"median {statistics.median(every)} lines per exercise"
+    assert sum(counts["09_small_gpt"].values()) >= 150, f"notebook 09: {sum(counts['09_small_gpt'].values())} lines"
 
 
 def test_a_notebook_top_states_its_own_totals():
