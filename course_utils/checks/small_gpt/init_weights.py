@@ -12,6 +12,8 @@ the function twice with the same seed to see that the draws come from the genera
 
 from __future__ import annotations
 
+import random
+
 import copy
 import math
 
@@ -33,11 +35,15 @@ def init_weights(model, generator):
 
 
 def _init_cases(seed: int) -> list[Case]:
+    draws = (10 + seed, 20 + seed)
+    if seed:  # hidden cases: the generators' seeds come from random.Random(seed), which the grader keys
+        rng = random.Random(seed)
+        draws = (rng.randrange(2**31), rng.randrange(2**31))
     return [
         Case("4 layers, d_model 64, tied embeddings", (GPTConfig(d_vocab=64, n_ctx=64, d_model=64, n_heads=4,
-                                                                 n_layers=4), 10 + seed)),
+                                                                 n_layers=4), draws[0])),
         Case("2 layers, d_model 48, its own W_U", (GPTConfig(d_vocab=64, n_ctx=48, d_model=48, n_heads=3, n_layers=2,
-                                                             tie_embeddings=False), 20 + seed)),
+                                                             tie_embeddings=False), draws[1])),
     ]
 
 
