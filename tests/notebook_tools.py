@@ -9,6 +9,11 @@ import nbformat
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 CHECK_CALL = re.compile(r"^check_(?P<exercise>\w+)\((?P<argument>\w+)\)\s*$", re.MULTILINE)
+# A notebook's stated totals, "**N exercises, P points, about M minutes in all.**" (tests/test_exercise_lines.py
+# compares them with the metadata, so tests/test_notebook_numbers.py need not find them printed).
+TOTALS_LINE = re.compile(
+    r"\*\*(?P<exercises>\d+) exercises?, (?P<points>\d+) points?, about (?P<minutes>\d+) minutes in all\.\*\*"
+)
 
 
 def course_notebooks() -> list[Path]:

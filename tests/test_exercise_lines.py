@@ -16,15 +16,12 @@ import re
 import statistics
 from pathlib import Path
 
-from notebook_tools import CHECK_CALL, course_notebooks, read
+from notebook_tools import CHECK_CALL, TOTALS_LINE, course_notebooks, read
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = re.compile(r"^\| `(?P<notebook>\d\d_\w+)` \|.*\| (?P<lines>\d+) \| [^|]+\|$", re.M)
 TOTALS = re.compile(
     r"writes \*\*(?P<total>\d+) lines\*\* of code.*?median of \*\*(?P<median>[\d.]+)\*\* per exercise", re.S
-)
-TOP = re.compile(
-    r"\*\*(?P<exercises>\d+) exercises?, (?P<points>\d+) points?, about (?P<minutes>\d+) minutes in all\.\*\*"
 )
 
 
@@ -99,19 +96,20 @@ def test_students_write_the_whole_build():
     assert sum(counts["09_small_gpt"].values()) >= 150, f"notebook 09: {sum(counts['09_small_gpt'].values())} lines"
 
 
-def test_a_notebook_top_states_its_own_totals():
-    stated = 0
+def test_every_notebook_top_states_its_own_totals():
+    """Issue #25: the top of each notebook with exercises says how many, their points and minutes, as its metadata."""
     for path in course_notebooks():
         nb = read(path)
         exercises = nb.metadata.get("course", {}).get("exercises", {})
-        for cell in nb.cells[:3]:
-            match = TOP.search(cell.source) if cell.cell_type == "markdown" else None
-            if match:
-                stated += 1
-                wanted = (
-                    len(exercises),
-                    sum(e["points"] for e in exercises.values()),
-                    sum(e["minutes"] for e in exercises.values()),
-                )
-                assert (int(match["exercises"]), int(match["points"]), int(match["minutes"])) == wanted, path.stem
-    assert stated >= 2  # 06 and 07 state theirs
+        if not exercises:
+            continue
+        stated = [TOTALS_LINE.search(cell.source) for cell in nb.cells[:3] if cell.cell_type == "markdown"]
+        stated = [match for match in stated if match]
+        assert len(stated) == 1, f"{path.stem}: its top should say '**N exercises, P points, about M minutes in all.**'"
+        wanted = (
+            len(exercises),
+            sum(e["points"] for e in exercises.values()),
+            sum(e["minutes"] for e in exercises.values()),
+        )
+        match = stated[0]
+        assert (int(match["exercises"]), int(match["points"]), int(match["minutes"])) == wanted, path.stem

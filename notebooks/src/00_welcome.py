@@ -40,7 +40,7 @@
 # | 08 parameter counting | count GPT-3 and Mixtral parameters from their configs |
 # | 09 a small GPT | build, train and sample a model on Shakespeare |
 #
-# Run the cells from top to bottom (Shift+Enter). Everything works offline: nothing is downloaded.
+# Run the cells from top to bottom (Shift+Enter); nothing is downloaded. **1 exercise, 2 points, about 10 minutes in all.**
 
 # %% [markdown]
 # ## 1 · Set up: seed and device

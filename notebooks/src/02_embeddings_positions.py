@@ -66,7 +66,7 @@
 # 6. meet rotary positions (RoPE), and verify their selling point: the query–key score depends only on
 #    how far apart two tokens are; then ALiBi, which adds no position vector at all.
 #
-# Seven exercises, 15 points in all (each heading gives its points, difficulty and expected minutes).
+# **7 exercises, 15 points, about 105 minutes in all.** Each heading gives its points, difficulty and minutes.
 
 # %% [markdown]
 # ## 1 · Set up

@@ -67,7 +67,7 @@
 # 6. package one attention head as a PyTorch module, write its backward pass down to the weights, and
 #    count what its value/output matrices save.
 #
-# Eight exercises, 20 points in all (each heading gives its points, difficulty and expected minutes).
+# **8 exercises, 20 points, about 130 minutes in all.** Each heading gives its points, difficulty and minutes.
 
 # %% [markdown]
 # ## 1 · Set up

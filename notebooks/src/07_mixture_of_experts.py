@@ -72,7 +72,7 @@
 # 7. meet shared and fine-grained experts and DeepSeek-V3's router, count DeepSeek-V3's parameters,
 #    and write its node-limited router and a DeepSeekMoE layer (exercises).
 #
-# **8 exercises, 23 points, about two hours in all.**
+# **8 exercises, 23 points, about 115 minutes in all.**
 
 # %% [markdown]
 # ## 1 · Set up

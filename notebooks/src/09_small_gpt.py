@@ -106,8 +106,8 @@
 # then generate text with and without a KV cache, look inside the trained model's heads, and see that
 # the same code runs GPT-2 small.
 #
-# You write most of it: 19 exercises, 43 points in all, about four and a half hours (each heading
-# gives its share).
+# You write most of it: **19 exercises, 43 points, about 270 minutes in all.** Each heading gives
+# its share.
 #
 # 1. LayerNorm by hand; layer norm vs batch norm; pre-norm vs post-norm
 # 2. The model: blocks, your own GPT class by class, GPT-2's initialisation, the residual stream
