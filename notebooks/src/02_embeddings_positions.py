@@ -711,8 +711,8 @@ print("equal to autograd's:", all(torch.equal(h, a) for h, a in zip(by_hand, by_
 
 # %%
 def tied_embedding_backward(token_ids: torch.Tensor, targets: torch.Tensor, W_E: torch.Tensor) -> torch.Tensor:
-    # BEGIN SOLUTION
     d_vocab, d_model = W_E.shape
+    # BEGIN SOLUTION
     x = W_E[token_ids]  # (..., pos, d_model)
     probs = torch.softmax(x @ W_E.T, dim=-1)  # (..., pos, d_vocab)
     grad_logits = (probs - F.one_hot(targets, d_vocab).to(W_E.dtype)) / targets.numel()

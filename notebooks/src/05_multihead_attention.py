@@ -371,8 +371,8 @@ print("nn.MultiheadAttention given the course's mask as is, same answer?", torch
 # `nn.MultiheadAttention` keeps $W_Q$, $W_K$ and $W_V$ as **one** matrix, `in_proj_weight` of shape
 # `(3 * d_model, d_model)`, and nanoGPT does the same with its `c_attn` layer: one matrix product gives
 # q, k and v side by side, which is faster than three small ones. Write `FusedMultiHeadAttention`:
-# `__init__(d_model, n_heads, causal=False)` creates `self.W_QKV = nn.Linear(d_model, 3 * d_model)` and
-# `self.W_O = nn.Linear(d_model, d_model)` (both with biases); `forward(x)` maps `(batch, pos, d_model)`
+# `__init__(d_model, n_heads, causal=False)` creates two `nn.Linear` layers with biases, `W_QKV` from
+# `d_model` to three times `d_model` and `W_O` from `d_model` to `d_model`; `forward(x)` maps `(batch, pos, d_model)`
 # to `(batch, pos, d_model)`. The output features of `W_QKV` are all of q, then all of k, then all of v
 # (`d_model` each), and within each, head $h$ owns features $h \cdot d_\text{head}$ onwards, as in
 # section 2. With `causal=True` a query sees only keys at or before it. The check copies the weights of
@@ -381,8 +381,8 @@ print("nn.MultiheadAttention given the course's mask as is, same answer?", torch
 # %%
 class FusedMultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, causal: bool = False):
-        # BEGIN SOLUTION
         super().__init__()
+        # BEGIN SOLUTION
         self.n_heads, self.causal = n_heads, causal
         self.W_QKV = nn.Linear(d_model, 3 * d_model)
         self.W_O = nn.Linear(d_model, d_model)
@@ -444,9 +444,9 @@ for label, kv_heads in (("multi-head, 64 KV heads", 64), ("grouped, 8 KV heads",
 # %% [markdown]
 # ### Exercise: Grouped-query attention (3 points, difficulty 3/3, about 20 min)
 #
-# Write `GroupedQueryAttention(d_model, n_heads, n_kv_heads)`, without biases (as in Llama): in
-# `__init__`, parameters `W_Q` of shape `(n_heads, d_model, d_head)`, `W_K` and `W_V` of shape
-# `(n_kv_heads, d_model, d_head)` and `W_O` of shape `(n_heads, d_head, d_model)`, with
+# Write `GroupedQueryAttention(d_model, n_heads, n_kv_heads)`, without biases (as in Llama): `__init__`
+# already makes `W_Q` `(n_heads, d_model, d_head)` and `W_O` `(n_heads, d_head, d_model)` as in section 3;
+# add the parameters `W_K` and `W_V`, each of shape `(n_kv_heads, d_model, d_head)`, with
 # $d_\text{head} = d_\text{model} / n_\text{heads}$; in `forward(x, mask=None)`, the multi-head attention
 # of section 3 in which query head $h$ uses key/value head $h$ // (`n_heads // n_kv_heads`). `mask` is `None`
 # or a boolean tensor, True = may attend, of shape `(q_pos, k_pos)` or `(batch, q_pos, k_pos)` (one
@@ -456,13 +456,13 @@ for label, kv_heads in (("multi-head, 64 KV heads", 64), ("grouped, 8 KV heads",
 # %%
 class GroupedQueryAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int):
-        # BEGIN SOLUTION
         super().__init__()
         self.n_heads, self.n_kv_heads, self.d_head = n_heads, n_kv_heads, d_model // n_heads
         self.W_Q = nn.Parameter(torch.randn(n_heads, d_model, self.d_head) / math.sqrt(d_model))
+        self.W_O = nn.Parameter(torch.randn(n_heads, self.d_head, d_model) / math.sqrt(d_model))
+        # BEGIN SOLUTION
         self.W_K = nn.Parameter(torch.randn(n_kv_heads, d_model, self.d_head) / math.sqrt(d_model))
         self.W_V = nn.Parameter(torch.randn(n_kv_heads, d_model, self.d_head) / math.sqrt(d_model))
-        self.W_O = nn.Parameter(torch.randn(n_heads, self.d_head, d_model) / math.sqrt(d_model))
         # END SOLUTION
 
     def forward(self, x: torch.Tensor, mask=None) -> torch.Tensor:
