@@ -49,6 +49,22 @@ def test_no_solution_line_leaks(path, student_dir):
     assert regions >= len(metadata_exercises) > 0 or not metadata_exercises
 
 
+LONG_LINE = 24  # shorter solution lines are idioms any cell may hold (`with torch.no_grad():`, `super().__init__()`)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_solution_line_stands_anywhere_in_the_student_notebook(path, student_dir):
+    """Not in another cell's given code, not in the text: a solution line that the text spells out, or that a
+    given class already holds, hands the exercise over (05's W_QKV line in its text did; 02's shape line did)."""
+    hidden = set()
+    for cell in read(path).cells:
+        if cell.cell_type == "code":
+            hidden |= {line.split("  #")[0].strip() for line in solution_lines(cell.source)}
+    hidden = {line for line in hidden if len(line) >= LONG_LINE and not line.startswith("#")}
+    text = "\n".join(cell.source for cell in read(student_dir / path.name).cells)
+    assert not sorted(line for line in hidden if line in text), "solution lines stand in the student version"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_outputs_and_widget_state_are_cleared(path, student_dir):
     student = read(student_dir / path.name)
