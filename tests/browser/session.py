@@ -230,3 +230,23 @@ def choose_option(select, pattern: str) -> str:
             select.select_option(label=label)
             return label
     raise AssertionError(f"no option matching {pattern!r} in the dropdown; options: {labels}")
+
+
+def check_welcome_slider(page):
+    """00's slider rendered with the right numbers, and a key press (End: gap 10) reaches the kernel and back.
+
+    Returns the widget's root and readout for further steps."""
+    from browser.oracles import two_logit_softmax
+    from browser.readouts import welcome_probs
+
+    root = page.locator(".course-welcome").first
+    root.scroll_into_view_if_needed()
+    readout = root.locator(".course-readout")
+    gap, p0, p1 = welcome_probs(readout_text(readout))
+    assert (p0, p1) == pytest.approx(two_logit_softmax(gap), abs=1e-3)
+    handle = root.locator(".course-welcome-slider .noUi-handle")
+    handle.focus()
+    handle.press("End")  # keyboard: jump to the maximum gap (10)
+    text = wait_for_readout(readout, lambda t: welcome_probs(t)[0] == 10.0, "gap 10.000 after End")
+    assert welcome_probs(text)[1:] == pytest.approx(two_logit_softmax(10.0), abs=1e-3)
+    return root, readout

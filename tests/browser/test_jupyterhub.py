@@ -31,15 +31,12 @@ from pathlib import Path
 import pytest
 
 from browser.hub import DEPLOY_CONFIG, ROOT, Hub, missing_hub_reason
-from browser.oracles import two_logit_softmax
-from browser.readouts import welcome_probs
-from browser.session import ARTIFACTS, NOTEBOOKS, WAIT_MS, wait_for_readout
+from browser.session import ARTIFACTS, NOTEBOOKS, WAIT_MS, check_welcome_slider
 from browser.support import (
     CHROMIUM,
     CHROMIUM_ARGS,
     RequestLog,
     missing_browser_reason,
-    readout_text,
     start_run_all,
     wait_notebook_shown,
     wait_run_all,
@@ -101,20 +98,6 @@ def _wait_for_notebook(page, hub: Hub, timeout_s: float = 180.0) -> None:
     wait_notebook_shown(page)
 
 
-def _check_welcome_slider(page) -> None:
-    """The widget rendered through the proxy with the right numbers, and a key press reaches the kernel and back."""
-    root = page.locator(".course-welcome").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout")
-    gap, p0, p1 = welcome_probs(readout_text(readout))
-    assert (p0, p1) == pytest.approx(two_logit_softmax(gap), abs=1e-3)
-    handle = root.locator(".course-welcome-slider .noUi-handle")
-    handle.focus()
-    handle.press("End")
-    text = wait_for_readout(readout, lambda t: welcome_probs(t)[0] == 10.0, "gap 10.000 after End")
-    assert welcome_probs(text)[1:] == pytest.approx(two_logit_softmax(10.0), abs=1e-3)
-
-
 def _students_work(hub: Hub) -> dict[str, float]:
     """Both students log in, run, check the widget and hand in; returns each one's first-login seconds."""
     from playwright.sync_api import sync_playwright
@@ -131,7 +114,7 @@ def _students_work(hub: Hub) -> dict[str, float]:
                 pages[user] = page
             for user, page in pages.items():
                 wait_run_all(page)  # raises if a cell raised
-                _check_welcome_slider(page)
+                check_welcome_slider(page)
                 assert page.evaluate(_HAND_IN_JS, WELCOME) == f"handin/{WELCOME}"
         finally:
             browser.close()

@@ -14,12 +14,10 @@ from browser.readouts import (
 )
 from browser.session import (
     WELCOME,
+    check_welcome_slider,
     screenshot,
     type_slider_value,
     wait_for_readout,
-)
-from browser.support import (
-    readout_text,
 )
 
 pytestmark = pytest.mark.timeout(600)
@@ -31,19 +29,7 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.mark.browser
 def test_welcome_slider_renders_and_reacts(browser):
     page = browser.notebook(WELCOME)
-    root = page.locator(".course-welcome").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout")
-    gap, p0, p1 = welcome_probs(readout_text(readout))
-    assert (p0, p1) == pytest.approx(two_logit_softmax(gap), abs=1e-3)
-
-    handle = root.locator(".course-welcome-slider .noUi-handle")
-    handle.focus()
-    handle.press("End")  # keyboard: jump to the maximum gap (10)
-    text = wait_for_readout(readout, lambda t: welcome_probs(t)[0] == 10.0, "gap 10.000 after End")
-    gap, p0, p1 = welcome_probs(text)
-    assert (p0, p1) == pytest.approx(two_logit_softmax(gap), abs=1e-3)
-
+    root, readout = check_welcome_slider(page)
     type_slider_value(page, root.locator(".course-welcome-slider"), "-1.5")
     text = wait_for_readout(readout, lambda t: welcome_probs(t)[0] == -1.5, "gap -1.500 after typing")
     assert welcome_probs(text)[1:] == pytest.approx(two_logit_softmax(-1.5), abs=1e-3)
