@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from browser.support import free_port
+from browser.support import QUIET_PORTS, quiet_port
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_CONFIG = ROOT / "deploy" / "jupyterhub_config.py"
@@ -56,7 +56,7 @@ class Hub:
     notebooks: Path  # the course notebooks the students' copies are made from
     users: set[str]
     password: str = field(default_factory=lambda: os.urandom(8).hex())
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=quiet_port)
     process: subprocess.Popen | None = None
 
     @property
@@ -103,8 +103,8 @@ class Hub:
         lines = [
             f"load_subconfig({str(DEPLOY_CONFIG)!r})",
             f"c.JupyterHub.bind_url = 'http://127.0.0.1:{self.port}'",
-            f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{free_port()}'",
-            f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{free_port()}'",
+            f"c.JupyterHub.hub_bind_url = 'http://127.0.0.1:{quiet_port()}'",
+            f"c.ConfigurableHTTPProxy.api_url = 'http://127.0.0.1:{quiet_port()}'",
             f"c.ConfigurableHTTPProxy.command = [{proxy_command()!r}]",
             f"c.JupyterHub.db_url = 'sqlite:///{self.state / 'jupyterhub.sqlite'}'",
             f"c.JupyterHub.cookie_secret_file = {str(self.state / 'cookie_secret')!r}",
@@ -115,6 +115,22 @@ class Hub:
             f"c.SimpleLocalProcessSpawner.home_dir_template = {str(self.homes / '{username}')!r}",
             f"c.Spawner.environment.update({env!r})",
             "c.Spawner.start_timeout = c.Spawner.http_timeout = 180",
+            # each student's server on a port below the ephemeral range (the spawner's own pick, an ephemeral
+            # port, was once taken by the other test worker's kernel before the server bound it)
+            "import random as _random, socket as _socket",
+            "_deploy_hook = c.Spawner.pre_spawn_hook",
+            "def _quiet_port_then_deploy_hook(spawner):",
+            "    while True:",
+            f"        port = _random.randrange({QUIET_PORTS.start}, {QUIET_PORTS.stop})",
+            "        with _socket.socket() as sock:",
+            "            try:",
+            "                sock.bind(('127.0.0.1', port))",
+            "            except OSError:",
+            "                continue",
+            "        break",
+            "    spawner.port = port",
+            "    return _deploy_hook(spawner)",
+            "c.Spawner.pre_spawn_hook = _quiet_port_then_deploy_hook",
         ]
         if os.geteuid() == 0:  # every student runs as the hub's user; JupyterLab refuses root unless told
             lines.append("c.Spawner.args = ['--ServerApp.allow_root=True']")

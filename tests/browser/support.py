@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import random
 import socket
 import subprocess
 import sys
@@ -47,6 +48,26 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+QUIET_PORTS = range(20_000, 32_000)  # below Linux's ephemeral range (32768-60999), where kernels' ports land
+
+
+def quiet_port() -> int:
+    """A free TCP port below the ephemeral range, for a server a test starts later than it picks the port.
+
+    ``free_port`` asks the OS for an ephemeral port, which any process (the other worker's kernels) may be
+    handed next; a port from ``QUIET_PORTS`` is taken only by someone who chose it, e.g. ``quiet_port()`` -> ``24817``.
+    """
+    for _ in range(100):
+        port = random.choice(QUIET_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port in {QUIET_PORTS}")
 
 
 def missing_browser_reason() -> str | None:
