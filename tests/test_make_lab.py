@@ -9,7 +9,6 @@ import contextlib
 import json
 import shlex
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -17,14 +16,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browser.support import quiet_port
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _recipe(target: str, port: int) -> list[str]:
@@ -38,7 +32,7 @@ def served_student_course(tmp_path: Path, token: str = "course-test-token", extr
     """Run `make lab`'s own commands in a scratch copy (with a free port, no browser, and any ``extra``
     server options) and yield ``(port, token, log_path)`` once the server hands out the student's
     00_welcome; stop it afterwards."""
-    port = _free_port()
+    port = quiet_port()
     update, serve = [line for line in _recipe("lab", port) if "course-lab update" in line or "jupyter lab" in line]
     if not (tmp_path / ".venv").exists():
         (tmp_path / ".venv").symlink_to(ROOT / ".venv")

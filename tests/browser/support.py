@@ -13,9 +13,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 import shutil
 import signal
-import random
 import socket
 import subprocess
 import sys
@@ -43,21 +43,14 @@ LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 LOCAL_SCHEMES = {"data", "blob", "about", "chrome-error"}
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now, e.g. ``free_port()`` -> ``43817``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 QUIET_PORTS = range(20_000, 32_000)  # below Linux's ephemeral range (32768-60999), where kernels' ports land
 
 
 def quiet_port() -> int:
     """A free TCP port below the ephemeral range, for a server a test starts later than it picks the port.
 
-    ``free_port`` asks the OS for an ephemeral port, which any process (the other worker's kernels) may be
-    handed next; a port from ``QUIET_PORTS`` is taken only by someone who chose it, e.g. ``quiet_port()`` -> ``24817``.
+    An ephemeral port (bind to port 0) may be handed to any process next, such as the other worker's kernels;
+    a port from ``QUIET_PORTS`` is taken only by someone who chose it, e.g. ``quiet_port()`` -> ``24817``.
     """
     for _ in range(100):
         port = random.choice(QUIET_PORTS)
@@ -93,7 +86,7 @@ class LabServer:
 
     root_dir: Path
     state_dir: Path
-    port: int = field(default_factory=free_port)
+    port: int = field(default_factory=quiet_port)
     token: str = field(default_factory=lambda: os.urandom(16).hex())
     process: subprocess.Popen | None = None
     log_path: Path | None = None
