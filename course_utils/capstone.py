@@ -43,7 +43,8 @@ def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_g
 
     ``lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps)`` gives the rate, set in every
     parameter group before the step; ``clip_grad_norm(grads, max_norm)`` returns the clipped gradients.
-    On the course model this replays ``training.train``'s log (``tests/test_capstone.py``).
+    On the course model this replays ``training.train``'s log: to the bit with ``loss_fn=sequence_loss``, to
+    float rounding with its default fused loss (``tests/test_capstone.py``).
     """
     generator = torch.Generator().manual_seed(cfg.seed)
     device = next(model.parameters()).device

@@ -106,12 +106,38 @@ def _fused_pre_norm_block(block: "Block", x: Float[Tensor, "batch pos d_model"])
     return x.view(batch, pos, d_model)
 
 
+class _CrossEntropy(torch.autograd.Function):
+    """Mean cross-entropy of rows of logits, with its gradient written out: (softmax − one-hot) / rows.
+
+    Forward keeps the log-softmax (one pass over the logits); backward exponentiates it and subtracts
+    1 at each row's target, where ``F.cross_entropy``'s backward first zero-fills a (rows, vocabulary)
+    one-hot gradient and then makes a second pass. Only the logits get a gradient; no double backward.
+    """
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, targets: Tensor) -> Tensor:
+        log_probs = torch.log_softmax(logits, dim=-1)  # (rows, d_vocab)
+        ctx.save_for_backward(log_probs, targets)
+        return -log_probs.gather(1, targets[:, None]).mean()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_loss: Tensor):
+        log_probs, targets = ctx.saved_tensors
+        grad = log_probs.exp()  # the softmax, (rows, d_vocab)
+        grad[torch.arange(len(targets), device=grad.device), targets] -= 1.0  # minus the one-hot target
+        return grad.mul_(grad_loss / len(targets)), None
+
+
 def fused_sequence_loss(
     logits: Float[Tensor, "batch pos d_vocab"], targets: Int[Tensor, "batch pos"]
 ) -> Float[Tensor, ""]:
-    """``training.sequence_loss`` through PyTorch's ``F.cross_entropy`` on flattened views: same numbers (tested).
+    """``training.sequence_loss`` in one log-softmax forward and one exp backward: same numbers (tested).
 
-    One log-softmax kernel each way instead of the readable max / exp / sum / log / gather chain and
-    its input checks (a training step at nanoGPT's shape: about 5 ms instead of 22 on one thread).
+    The gradient of cross-entropy with respect to the logits is (softmax − one-hot) / rows, written out
+    in ``_CrossEntropy`` instead of left to the chain of max / exp / sum / log / gather nodes and
+    the input checks of the readable loss (a training step at nanoGPT's shape: about 5 ms instead of
+    22 on one thread) or to ``F.cross_entropy`` (whose backward zero-fills a one-hot gradient first:
+    about 3 ms more; ``benchmarks/bench_gpt.py``).
     """
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    return _CrossEntropy.apply(logits.flatten(0, 1), targets.flatten())

@@ -68,6 +68,13 @@ def test_nanogpt_with_the_course_weights_computes_the_course_model(activation):
     torch.testing.assert_close(fused_sequence_loss(model(x, impl="fused"), y), loss, rtol=rtol, atol=atol)
 
 
+def test_fused_sequence_loss_gradient_passes_gradcheck():
+    """The written-out backward ((softmax - one-hot) / rows, times the upstream gradient) against finite differences."""
+    logits = torch.randn(2, 3, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2), requires_grad=True)
+    targets = torch.tensor([[0, 5, 2], [5, 5, 1]])
+    assert torch.autograd.gradcheck(lambda t: 3.0 * fused_sequence_loss(t, targets), (logits,))
+
+
 def test_fused_sequence_loss_is_sequence_loss_value_and_gradient():
     logits = torch.randn(3, 5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     targets = torch.randint(0, 7, (3, 5), generator=torch.Generator().manual_seed(1))

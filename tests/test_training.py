@@ -104,6 +104,20 @@ def test_training_is_seeded_and_lowers_the_loss():
     assert log_a["val_loss"][-1] < before - 0.5
 
 
+def test_the_default_fused_loss_trains_as_the_readable_one():
+    """train's default loss (fused_sequence_loss) and sequence_loss: the same run up to float rounding."""
+    cfg = TrainConfig(steps=6, warmup_steps=2, batch_size=4, eval_every=6, eval_windows=2)
+    logs, models = [], []
+    for loss_fn in (None, sequence_loss):
+        models.append(_tiny_model())
+        logs.append(train(models[-1], *split_tokens(_ids()), cfg, progress=False, loss_fn=loss_fn))
+    torch.testing.assert_close(torch.tensor(logs[0]["train_loss"]), torch.tensor(logs[1]["train_loss"]), rtol=1e-5, atol=0)
+    for a, b in zip(*(m.parameters() for m in models)):  # AdamW moves a weight about max_lr a step; rounding far less
+        torch.testing.assert_close(a, b, rtol=0, atol=0.01 * cfg.max_lr)
+    with pytest.raises(TypeError, match="loss_fn must be callable"):
+        train(_tiny_model(), *split_tokens(_ids()), cfg, progress=False, loss_fn="cross_entropy")
+
+
 def test_gradients_are_clipped():
     model = _tiny_model()
     seen = []

@@ -833,7 +833,7 @@ check_clip_grad_norm(clip_grad_norm)
 # functions above: call `lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)`, and
 # put what `clip_grad_norm(grads, cfg.grad_clip)` returns back into each parameter's `.grad`. The check
 # trains a tiny GPT for a few steps with the course's AdamW and compares your losses with the course
-# loop's, which repeats `training.train` exactly.
+# loop's, which repeats `training.train` step for step.
 
 # %%
 from course_utils.training import get_batch, sequence_loss
