@@ -4,10 +4,10 @@ Covers ``sequence_loss`` (notebook 04's cross-entropy at every position), ``spli
 (train / validation, the last tenth held out), ``get_batch`` (random windows, seeded),
 ``lr_at`` (linear warm-up, then cosine decay to ``min_lr``), ``bigram_loss`` (the baseline: next
 token from a count table of the previous one, add-α smoothed), ``evaluate`` (fixed windows, so the
-number is reproducible), and ``train`` (AdamW with weight decay on matrices only, gradient-norm
-clipping, a tqdm bar and an ``on_eval`` hook for a live curve). Everything is seeded; the model's
-device is used throughout. Saving and loading the result: ``checkpoint.py``; how many threads to train
-with: ``threads.threads_for_load`` (importable from here too).
+number is reproducible), and ``train`` (the fused model and loss of ``gpt_fused``, AdamW with weight
+decay on matrices only, gradient-norm clipping, a tqdm bar and an ``on_eval`` hook for a live curve).
+Everything is seeded; the model's device is used throughout. Saving and loading the result:
+``checkpoint.py``; how many threads to train with: ``threads.threads_for_load`` (importable from here too).
 Leaves out mixed precision, gradient accumulation and distributed training.
 """
 
