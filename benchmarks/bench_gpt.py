@@ -1,8 +1,9 @@
 """Three measurements for notebook 09's small GPT, on the CPU, float32.
 
 0. Parity with nanoGPT (``--only nanogpt``): the course ``GPT`` (``impl="fused"``, ``fused_sequence_loss``
-   and ``training.make_optimizer``'s fused AdamW, as ``training.train`` steps it) against ``nanogpt_ref.NanoGPT``, a re-implementation (written here,
-   not copied) of the block structure of Karpathy's nanoGPT ``model.py``: ``c_attn`` one
+   and ``training.make_optimizer``'s fused AdamW, as ``training.train`` steps it) against
+   ``nanogpt_ref.NanoGPT``, a re-implementation (written here, not copied) of the block structure of
+   Karpathy's nanoGPT ``model.py``: ``c_attn`` one
    ``Linear(d, 3d)``, SDPA with ``is_causal=True`` and no mask tensor, ``nn.GELU``, ``F.cross_entropy``
    on a flattened view inside ``forward``, AdamW with its two weight-decay groups and no ``fused``
    (as nanoGPT sets it up on a CPU). Both at nanoGPT's shape: 4 layers, 4 heads, 128 wide, T 128,

@@ -183,8 +183,9 @@ def train(
     a generator seeded with ``cfg.seed``, so the run is reproducible. ``stop_after`` ends the run
     early, on the same schedule (a test replays the first steps of the committed run this way).
     ``loss_fn(logits, targets)`` is the training loss: by default ``gpt_fused.fused_sequence_loss``,
-    ``sequence_loss`` through one kernel each way (the same numbers up to float rounding, and a step
-    at nanoGPT's shape 20 % faster); ``loss_fn=sequence_loss`` trains with the readable one.
+    ``sequence_loss`` through one kernel each way (the same numbers up to float rounding; a step at
+    nanoGPT's shape 153 ms instead of 181 on one thread, ``benchmarks/RESULTS_gpt.md``);
+    ``loss_fn=sequence_loss`` trains with the readable one.
     """
     if loss_fn is None:
         loss_fn = fused_sequence_loss
