@@ -12,6 +12,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 _notebook_seconds: dict[str, float] = defaultdict(float)
+_margins: dict[tuple[str, str], float] = {}  # (claim, numerics path) -> smallest margin seen (tests/numerics.py)
+
+
+@pytest.fixture
+def margins(record_property):
+    """State a claim about a trained model with its margin: ``margins.check("claim", margin)`` (tests/numerics.py)."""
+    from tests.numerics import Margins
+
+    return Margins(record_property)
 
 
 def pytest_configure(config):
@@ -26,6 +35,23 @@ def pytest_configure(config):
         import torch
 
         torch.set_num_threads(threads)
+
+
+def pytest_report_header(config):
+    """The CPU and the SIMD path torch takes on it (RESULTS_ci.md records both for every run)."""
+    try:
+        import platform
+
+        import torch
+
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), platform.processor() or platform.machine())
+    except (ImportError, OSError):
+        return None
+    switches = {k: os.environ[k] for k in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
+                if k in os.environ}
+    return (f"CPU: {model}, {os.cpu_count()} cores; torch {torch.__version__}, capability "
+            f"{torch.backends.cpu.get_cpu_capability()}" + (f", switches {switches}" if switches else ""))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -88,9 +114,18 @@ def pytest_runtest_logreport(report):
     path = report.nodeid.split("::", 1)[0]
     if path.endswith(".ipynb"):
         _notebook_seconds[path] += report.duration
+    for name, value in getattr(report, "user_properties", ()):
+        if name == "margins" and report.when == "call":
+            for claim, margin, *where in value:  # (claim, margin) natively, (claim, margin, path) from the matrix
+                key = (claim, where[0] if where else "native")
+                _margins[key] = min(margin, _margins.get(key, margin))
 
 
 def pytest_terminal_summary(terminalreporter):
+    if _margins:
+        terminalreporter.section("claims about trained models: smallest margin over seeds (> 0 holds; tests/numerics.py)")
+        for (claim, path), margin in sorted(_margins.items(), key=lambda item: (item[0][0], item[0][1])):
+            terminalreporter.write_line(f"{margin:+11.4g}  {path:<7} {claim}")
     if not _notebook_seconds:
         return
     workers = getattr(terminalreporter.config.option, "numprocesses", None) or 0

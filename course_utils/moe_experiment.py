@@ -99,20 +99,21 @@ def _check_config(cfg: ExperimentConfig, balancing: str, seed: int) -> None:
     check_capacity_factor(cfg.capacity_factor)
 
 
-def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=None) -> TrainingRun:
+def train_moe(cfg: ExperimentConfig, balancing: str, seed: int = 0, progress=None, device=None) -> TrainingRun:
     """Train a fresh ``MoE`` on the toy task; the task and the initial weights depend only on ``seed``.
 
-    Everything random is drawn from local generators seeded from ``seed``; torch's global random
-    state is neither used nor changed.
+    Everything random is drawn from local CPU generators seeded from ``seed`` (the same numbers on any
+    device); torch's global random state is neither used nor changed. ``device`` (default the CPU) is
+    where the model trains; the returned run's shares and tables are on the CPU.
 
     ``progress`` is an optional tqdm-like bar to advance once per step.
     """
     _check_config(cfg, balancing, seed)
     with torch_threads(1):  # the toy's matrices are far too small to gain from threads
-        return _train(cfg, balancing, seed, progress)
+        return _train(cfg, balancing, seed, progress, torch.device("cpu" if device is None else device))
 
 
-def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> TrainingRun:
+def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress, device: torch.device) -> TrainingRun:
     task = make_task(cfg, torch.Generator().manual_seed(seed))
     data_gen = torch.Generator().manual_seed(seed + 1)
     weights_gen = torch.Generator().manual_seed(seed + 2)  # the model's initial weights; the global state is left alone
@@ -125,11 +126,11 @@ def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> Traini
         init_std=0.1,
         dispatch="dense",
         generator=weights_gen,
-    )
+    ).to(device)
     optimiser = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     shares, task_losses = [], []
     for _ in range(cfg.steps):
-        x, y, _ = sample_batch(task, cfg.batch, data_gen)
+        x, y, _ = (t.to(device) for t in sample_batch(task, cfg.batch, data_gen))
         out, routing = model.forward_with_routing(x)
         task_loss = (out - y).pow(2).mean()
         loss = task_loss
@@ -141,13 +142,14 @@ def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> Traini
         if balancing == "bias":
             with torch.no_grad():
                 model.selection_bias.copy_(update_selection_bias(model.selection_bias, routing.load(), cfg.bias_rate))
-        shares.append(load_shares(routing.indices, cfg.n_experts))
+        shares.append(load_shares(routing.indices, cfg.n_experts).cpu())
         task_losses.append(float(task_loss.detach()))
         if progress is not None:
             progress.update(1)
     x, y, ids = sample_batch(task, 4096, torch.Generator().manual_seed(seed + 3))
     with torch.no_grad():
-        eval_loss = float((model(x) - y).pow(2).mean())
+        eval_loss = float((model(x.to(device)) - y.to(device)).pow(2).mean())
+    model = model.cpu()  # what follows (the tables, the widget, capacity_report) reads it on the CPU
     return TrainingRun(
         cfg,
         balancing,
@@ -159,9 +161,9 @@ def _train(cfg: ExperimentConfig, balancing: str, seed: int, progress) -> Traini
     )
 
 
-def run_experiment(cfg: ExperimentConfig, seed: int = 0, progress=None) -> dict[str, TrainingRun]:
-    """The three runs on the same seed: ``{"none": ..., "aux": ..., "bias": ...}``."""
-    return {balancing: train_moe(cfg, balancing, seed, progress) for balancing in BALANCING}
+def run_experiment(cfg: ExperimentConfig, seed: int = 0, progress=None, device=None) -> dict[str, TrainingRun]:
+    """The three runs on the same seed: ``{"none": ..., "aux": ..., "bias": ...}`` (``device``: ``train_moe``)."""
+    return {balancing: train_moe(cfg, balancing, seed, progress, device) for balancing in BALANCING}
 
 
 def train_grid(

@@ -332,7 +332,7 @@ NOT_ON_META = {
     **{f"moe_counting.{n}": "arithmetic on a DeepSeekConfig's Python ints, no tensors"
        for n in ("DeepSeekConfig", "count_deepseek", "mla_parameters")},
     **{f"moe_outcomes.{n}": "reads the trained runs of notebook 07's seeded experiment: needs data"
-       for n in ("claims", "final_shares", "loss_spread", "starved_experts")},
+       for n in ("claim_margins", "claims", "final_shares", "loss_spread", "starved_experts", "starved_histories")},
     **{f"moe_experiment.{n}": "the seeded toy experiment of notebook 07: trains on data"
        for n in ("ExperimentConfig", "Task", "TrainingRun", "capacity_report", "expert_owners", "make_task",
                  "probe_batch", "run_experiment", "sample_batch", "specialisation", "train_grid", "train_moe")},

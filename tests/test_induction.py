@@ -47,21 +47,23 @@ def trained():
 
 
 @pytest.mark.slow  # subprocesses or training: not in the quick loop (make test-fast)
-def test_model_learns_to_copy(trained):
+def test_model_learns_to_copy(trained, margins):
     model, losses, _ = trained
     chance = math.log(model.cfg.d_vocab)
-    assert losses[0] > 0.9 * chance
-    assert sum(losses[-20:]) / 20 < 0.25 * chance
+    margins.above("05 induction model: first loss over 0.9 x chance (nats / chance)", losses[0] / chance, 0.9)
+    margins.below("05 induction model: last 20 losses under 0.25 x chance", sum(losses[-20:]) / 20 / chance, 0.25)
 
 
-def test_layer0_has_a_previous_token_head_and_layer1_an_induction_head(trained):
+def test_layer0_has_a_previous_token_head_and_layer1_an_induction_head(trained, margins):
     _, _, (layer0, layer1) = trained
     prev0, ind1 = previous_token_scores(layer0), induction_scores(layer1, 10)
-    assert prev0.max() > 0.5, prev0
-    assert ind1.max() > 0.5, ind1
+    margins.above("05 induction model: a layer-0 previous-token score over 0.5", prev0.max(), 0.5)
+    margins.above("05 induction model: a layer-1 induction score over 0.5", ind1.max(), 0.5)
     # and they are different jobs: the induction head is not looking one token back, nor vice versa
-    assert previous_token_scores(layer1)[ind1.argmax()] < 0.2
-    assert induction_scores(layer0, 10)[prev0.argmax()] < 0.1
+    margins.below("05 induction model: the induction head's previous-token score under 0.2",
+                  previous_token_scores(layer1)[ind1.argmax()], 0.2)
+    margins.below("05 induction model: the previous-token head's induction score under 0.1",
+                  induction_scores(layer0, 10)[prev0.argmax()], 0.1)
 
 
 def test_untrained_model_has_neither_head():
@@ -135,6 +137,21 @@ def test_bad_arguments_are_rejected():
         periodic_sequences(0, InductionConfig())
     with pytest.raises(TypeError, match="half_len must be an int, got float"):
         induction_scores(torch.eye(8)[None, None], 2.0)
+
+
+@pytest.mark.gpu
+def test_the_claims_hold_when_trained_on_cuda(margins):
+    """Notebook 05's claims about its trained model, for the run trained on the GPU."""
+    model, losses = trained_induction_model(InductionConfig(), seed=0, device="cuda")
+    chance = math.log(model.cfg.d_vocab)
+    margins.below("05 induction model on the GPU: last 20 losses under 0.25 x chance", sum(losses[-20:]) / 20 / chance,
+                  0.25)
+    tokens = repeated_sequences(200, 10, model.cfg.d_vocab, torch.Generator().manual_seed(123))
+    layer0, layer1 = (p.cpu() for p in model.patterns(tokens.cuda()))
+    margins.above("05 induction model on the GPU: a layer-0 previous-token score over 0.5",
+                  previous_token_scores(layer0).max(), 0.5)
+    margins.above("05 induction model on the GPU: a layer-1 induction score over 0.5",
+                  induction_scores(layer1, 10).max(), 0.5)
 
 
 @pytest.mark.gpu

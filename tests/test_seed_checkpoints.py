@@ -27,7 +27,7 @@ def test_seed_folders_and_errors():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
-def test_each_checkpoint_is_its_seeds_run(seed, split):
+def test_each_checkpoint_is_its_seeds_run(seed, split, margins):
     """Same tokenizer, its seed in the config, and the first 5 steps of the recipe at that seed give the
     log's first losses (the model's start and the batches both come from the seed), within 2e-3 nats:
     the five logs' first 5 losses differ pairwise by at least 0.0176 somewhere, so no other seed passes."""
@@ -36,8 +36,8 @@ def test_each_checkpoint_is_its_seeds_run(seed, split):
     assert ckpt["tokenizer"].ranks == small_gpt_tokenizer().ranks
     log = replay_first_steps(seed, 5, split)
     assert log["lr"] == ckpt["log"]["lr"][:5]
-    torch.testing.assert_close(torch.tensor(log["train_loss"]), torch.tensor(ckpt["log"]["train_loss"][:5]),
-                               rtol=0, atol=2e-3)
+    gap = (torch.tensor(log["train_loss"]) - torch.tensor(ckpt["log"]["train_loss"][:5])).abs().max()
+    margins.below("09 committed runs: the first 5 steps replay the log within 2e-3 nats", gap, 2e-3)
     for other in (s for s in SEEDS if s != seed):  # the replay tells the seeds apart by far more than atol
         theirs = torch.tensor(load_checkpoint(seed_checkpoint(other))["log"]["train_loss"][:5])
         assert (theirs - torch.tensor(log["train_loss"])).abs().max() > 1e-2

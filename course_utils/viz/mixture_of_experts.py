@@ -1,7 +1,8 @@
 """Notebook 07's plots and its usage widget: expert load over training, capacity and dropped tokens.
 
 ``plot_usage(runs)`` draws each run's expert shares over training (stacked, one colour per expert)
-with its final loss; ``plot_specialisation(runs)`` the sub-task × expert tables;
+with its final loss; ``plot_specialisation(runs)`` the sub-task × expert tables; ``plot_final_losses(sweep)``
+each seed's final loss per method;
 ``plot_capacity(report)`` one run's final load per expert against its capacity, the overflow in red.
 ``usage_widget(grid, x)`` chooses E, k and α among precomputed runs (``train_grid``) and a capacity
 factor applied to the final router on fresh inputs ``x``: the callback only looks a run up and
@@ -12,6 +13,7 @@ calls ``capacity_report``; nothing trains inside it. CSS classes (WIDGET_CONTRAC
 
 from __future__ import annotations
 
+import statistics
 from typing import Mapping
 
 import ipywidgets as widgets
@@ -83,6 +85,24 @@ def plot_specialisation(runs: Mapping[str, TrainingRun]):
         ax.set_yticks(range(table.shape[0]), [f"sub-task {i}" for i in range(table.shape[0])])
         ax.set_xlabel("expert")
         ax.set_title(TITLES.get(run.balancing, run.balancing), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@course_figure
+def plot_final_losses(sweep: Mapping[int, Mapping[str, TrainingRun]]):
+    """Each seed's final held-out loss under each method, one grey line a seed, the medians in black:
+    the spread over seeds at a glance (``sweep`` as ``{seed: run_experiment(...)}``)."""
+    names = list(TITLES)
+    fig, ax = plt.subplots(figsize=(5.6, 3.2))
+    for runs in sweep.values():
+        ax.plot(range(len(names)), [runs[n].eval_loss for n in names], color=INK, alpha=0.3, marker="o", lw=1)
+    medians = [statistics.median(runs[n].eval_loss for runs in sweep.values()) for n in names]
+    ax.plot(range(len(names)), medians, color=INK, marker="_", markersize=28, lw=0, label="median")
+    ax.set_xticks(range(len(names)), [TITLES[n].replace(" (", "\n(") for n in names], fontsize=8)
+    ax.set_ylabel("final held-out loss")
+    ax.set_title(f"{len(sweep)} seeds, one line each", fontsize=9)
+    ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
 

@@ -457,7 +457,8 @@ print(f"every expert takes {chosen_tokens.shape[1]} tokens; tokens by the number
 # the transposes of the course's `x @ W` layout. `moe.load_mixtral_block` copies the weights of a
 # block built from a small random configuration (nothing is downloaded) into the course's layer:
 
-# %%
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: it depends on whether `transformers` (a test-only package) is installed; where it is, the asserts check the result.
 try:
     import transformers
     from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
@@ -481,6 +482,7 @@ if transformers is not None:
         ours_out, ours_routing = ours.forward_with_routing(x_hf)
     print("outputs equal:      ", torch.allclose(ours_out, theirs_out, atol=1e-6))
     print("router logits equal:", torch.allclose(ours_routing.logits, theirs_logits, atol=1e-6))
+    assert torch.allclose(ours_out, theirs_out, atol=1e-6) and torch.allclose(ours_routing.logits, theirs_logits, atol=1e-6)
 
 # %% [markdown]
 # ### Exercise: the whole layer (4 points, difficulty 3/3, about 25 min)
@@ -609,7 +611,8 @@ check_load_balancing_loss(load_balancing_loss)
 # divides the counts by $T$ only, so its $f_i$ add up to $k$ and its loss is $k$ times this one (a difference a
 # model's loss coefficient silently absorbs). Checked on random logits:
 
-# %%
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: it depends on whether `transformers` (a test-only package) is installed; where it is, the asserts check the result.
 if transformers is not None:
     from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
 
@@ -617,6 +620,7 @@ if transformers is not None:
     ours_loss = moe_balancing.load_balancing_loss(rand, 2)
     theirs_loss = load_balancing_loss_func((rand,), num_experts=8, top_k=2)
     print(f"course: {ours_loss.item():.5f}   transformers: {theirs_loss.item():.5f}   ratio: {(theirs_loss / ours_loss).item():.3f}")
+    assert abs((theirs_loss / ours_loss).item() - 2) < 1e-4  # k = 2
 
 # %% [markdown]
 # **The router z-loss** (ST-MoE) is a second, smaller term: the mean over tokens of
@@ -691,33 +695,63 @@ for name, run in runs.items():
 
 # %% [markdown]
 # One seed is one draw of the task, the initial weights and the batches. A claim about this
-# experiment should survive a change of seed, so the same three runs are repeated on four more
-# seeds and every claim is checked on all five (the tests sweep more). The exact numbers can move in
-# the last digits on another machine, so the claims are asserted, not the numbers:
+# experiment should survive a change of seed, so the same three runs are repeated on nine more
+# seeds. It should survive a change of **processor** too: float32 training rounds differently on an
+# AVX-512 core, an AVX2 core, an Apple core and a GPU, and small differences in rounding grow over
+# 200 training steps into different runs. So each claim comes with its **margin**, how far it is
+# from failing (a share of the load, or bits of entropy), and the notebook asserts only claims that
+# held with a margin on every seed and on every numerics path the tests try (the course's tests
+# rerun this lab with the processor's vector instructions switched down to AVX2 and to the plain
+# SSE path).
 
 # %%
 from course_utils import moe_outcomes
 
-seeds = range(5)
-with progress_bar(total=3 * cfg.steps * (len(seeds) - 1), desc="four more seeds") as bar:
+seeds = range(10)
+with progress_bar(total=3 * cfg.steps * (len(seeds) - 1), desc="nine more seeds") as bar:
     sweep = {seed: runs if seed == 0 else moe_experiment.run_experiment(cfg, seed=seed, progress=bar) for seed in seeds}
-per_seed = {seed: moe_outcomes.claims(seed_runs) for seed, seed_runs in sweep.items()}
+per_seed = {seed: moe_outcomes.claim_margins(seed_runs) for seed, seed_runs in sweep.items()}
 for claim in per_seed[0]:
-    held = sum(outcome[claim] for outcome in per_seed.values())
+    held = sum(margins[claim] > 0 for margins in per_seed.values())
     print(f"{claim}: holds on {held} of {len(seeds)} seeds")
-assert all(all(outcome.values()) for outcome in per_seed.values())
+assert all(margin > 0 for margins in per_seed.values() for margin in margins.values())
 
 # %% [markdown]
-# The final loss is another matter. Without balancing the experts that survive are shared by
-# several sub-tasks, yet on some seeds that run still ends with a lower loss than a balanced one: on
-# a toy this small, whether balancing helps the loss depends on the draw. The mean and spread over
-# the five seeds:
+# The smallest margin of each claim over the ten seeds. Watch the first: on its closest seed the
+# emptiest expert of the unbalanced run ends less than one percentage point under the 2% line,
+# which is why the tests print every claim's margin on every path they try:
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: margins are results of float32 training, whose last digits differ between processors.
+for claim in per_seed[0]:
+    print(f"{min(margins[claim] for margins in per_seed.values()):+.4f}  {claim}")
+
+# %% [markdown]
+# An earlier version of this notebook also claimed that every starved expert got tokens at the
+# very first step. It held on an AVX-512 processor and failed on an AVX2 one, where on seed 1 a
+# different expert starved and it got none of the 512 assignments at step 1. A claim that turns
+# on one token is not a lesson about balancing, so it became a count below.
+#
+# The final loss is another matter. Without balancing, the experts that survive are shared by
+# several sub-tasks; yet on some seeds that run still ends with a lower loss than a balanced one.
+# On a toy this small, whether balancing helps the loss depends on the draw, so here is the whole
+# spread rather than one number: each seed's final loss (one line a seed), then the median and the
+# middle half of the ten values. The middle halves overlap: ten seeds of this toy cannot say by how
+# much balancing lowers the loss, or whether it reliably does; the counts say on how many seeds
+# each balanced run ended lower.
+
+# %%
+from course_utils.viz.mixture_of_experts import plot_final_losses
+
+fig = plot_final_losses(sweep)
 
 # %% tags=["nbval-ignore-output"]
 # Output not compared by the tests: results of float32 training, whose last digits differ between processors.
-for name, (mean, std) in moe_outcomes.loss_spread(sweep).items():
-    losses = ", ".join(f"{seed_runs[name].eval_loss:.4f}" for seed_runs in sweep.values())
-    print(f"{name:>5}: final loss {mean:.4f} ± {std:.4f} (seeds 0-4: {losses})")
+for name, (low, median, high) in moe_outcomes.loss_spread(sweep).items():
+    print(f"{name:>5}: median final loss {median:.4f}, middle half {low:.4f} to {high:.4f}")
+for name in ("aux", "bias"):
+    lower = sum(seed_runs[name].eval_loss < seed_runs["none"].eval_loss for seed_runs in sweep.values())
+    print(f"{name:>5} ended below no balancing on {lower} of {len(seeds)} seeds")
 
 # %% [markdown]
 # Which experts serve which sub-task? For each sub-task, the share of its assignments that went to
@@ -736,7 +770,7 @@ for name, per_task in owners.items():
 # %% [markdown]
 # On every seed, some expert serves no sub-task without balancing (the last claim above), and the
 # remaining experts are shared. With bias balancing the experts usually split cleanly, each sub-task
-# with experts to itself, as on seed 0 in the figure; on how many of the five seeds (a count of
+# with experts to itself, as on seed 0 in the figure; on how many of the ten seeds (a count of
 # float32 training results, so not compared):
 
 # %% tags=["nbval-ignore-output"]
@@ -748,11 +782,20 @@ clean = sum(disjoint(moe_experiment.expert_owners(seed_runs["bias"].specialisati
 print(f"bias balancing: every expert owned by exactly one sub-task on {clean} of {len(seeds)} seeds")
 
 # %% [markdown]
-# The starved experts (under 2% of the load at the end, without balancing) were not idle from the
-# start: on every seed each of them got tokens at the first step (a claim above), so it was
-# trained a little. Then its share collapsed: they **stop receiving tokens early**, or keep only a
-# trickle, and from then on the task sends them almost no gradient, so they all but stop learning
-# while still being stored. On seed 0, the last step at which each got 2% of the assignments or more:
+# Where do the starved experts (under 2% of the load at the end, without balancing) come from? Not
+# all the same way. Some had a real share early on, were trained for a while, and lost it: once an
+# expert's share collapses the task sends it almost no gradient, so it all but stops learning while
+# still being stored. Others never reached 2% at any step and were barely trained at all. How many
+# of each over the ten seeds (a count of float32 training results, so not compared):
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: results of float32 training, whose last digits differ between processors.
+for kind, count in moe_outcomes.starved_histories(sweep).items():
+    print(f"starved experts that {kind}: {count}")
+
+# %% [markdown]
+# On seed 0, each starved expert's share at the first step and the last step at which it had 2% of
+# the assignments or more:
 
 # %% tags=["nbval-ignore-output"]
 # Output not compared by the tests: results of float32 training, whose last digits differ between processors.
@@ -977,7 +1020,8 @@ print("gates == chosen affinities / their sum:", torch.allclose(g, chosen / chos
 # Checked against `transformers`' `DeepseekV3TopkRouter` (one group, scaling factor 1) on random
 # weights and a random bias, and the sequence-wise loss at an even and at a collapsed load:
 
-# %%
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: it depends on whether `transformers` (a test-only package) is installed; where it is, the asserts check the result.
 if transformers is not None:
     from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3TopkRouter
 
@@ -992,7 +1036,9 @@ if transformers is not None:
     same = torch.equal(ours_indices.sort(-1).values, hf_indices.sort(-1).values)
     print("same experts:", same, " same gates:",
           torch.allclose(ours_gates.gather(-1, ours_indices.argsort(-1)), hf_gates.gather(-1, hf_indices.argsort(-1))))
+    assert same and torch.allclose(ours_gates.gather(-1, ours_indices.argsort(-1)), hf_gates.gather(-1, hf_indices.argsort(-1)))
 
+# %%
 seq_even = torch.arange(16).remainder(8).reshape(1, 8, 2)  # one sequence of 8 tokens, each expert used twice
 seq_collapsed = torch.tensor([0, 1]).repeat(1, 8, 1)  # every token to experts 0 and 1 ...
 collapsed_logits = torch.full((1, 8, 8), -6.0)

@@ -1,0 +1,71 @@
+"""Every test that trains something and checks a claim about the result, again on the other numerics paths
+of this CPU (tests/numerics.py): the lowest (``default`` / SSE4.2) always, AVX2 forced where the CPU has
+AVX-512. The native path is the ordinary run of the same files. Each claim's smallest margin on each path
+goes into the run's summary, so a claim that holds by a hair is visible before it breaks on a student's CPU.
+
+The stored outputs of the notebooks are compared on the lowest path too, in the environment ``make lab``
+builds (tests/test_lab_environment.py); here are the claims of the tests.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from numerics import PATHS, paths_here, run_on_path
+
+pytestmark = pytest.mark.slow
+
+FAMILIES = {  # what notebook claims about a trained model -> the tests that state those claims
+    "05 induction heads": ["tests/test_induction.py::test_model_learns_to_copy",
+                           "tests/test_induction.py::test_layer0_has_a_previous_token_head_and_layer1_an_induction_head"],
+    "06 seed sweeps": ["tests/test_06_seeds.py"],
+    "07 balancing lab": ["tests/test_moe_seeds.py"],
+    "09 outcomes and head readings": ["tests/test_gpt_outcomes.py::test_every_claim_of_notebook_09_holds_on_every_seed_with_margin"],
+    "09 committed runs replayed": ["tests/test_seed_checkpoints.py::test_each_checkpoint_is_its_seeds_run"],
+}
+
+
+@pytest.fixture(scope="module")
+def here():
+    return paths_here()
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if p != "native"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_claims_hold_on_every_numerics_path(family, path, here, record_property):
+    if path not in here:
+        pytest.skip(f"this CPU has no {path} path other than its native one")
+    code, output, found = run_on_path(path, FAMILIES[family])
+    record_property("margins", [(claim["claim"], claim["margin"], path) for claim in found])
+    assert code == 0, f"{family} on the {path} path:\n{output[-4000:]}"
+    assert found, f"{family}: the tests recorded no claim margins on the {path} path"
+
+
+PLANTED = '''
+from course_utils.moe_experiment import ExperimentConfig, run_experiment
+from tests.numerics import Margins
+
+def test_seed_one_ends_where_it_ended_natively(record_property):
+    """A planted claim true on the native path only: seed 1's loss equals, to the bit, its native value."""
+    margins = Margins(record_property)
+    loss = run_experiment(ExperimentConfig(steps=60), seed=1)["none"].eval_loss
+    margins.check("planted: seed 1 ends at its native loss", 1.0 if loss == {native!r} else -1.0)
+'''
+
+
+def test_the_matrix_catches_a_claim_that_holds_on_one_path_only(tmp_path, here):
+    """The planted claim holds natively (by construction) and the matrix reports it failing elsewhere: the
+    switches really change the arithmetic, and a path-dependent claim cannot slip through."""
+    if len(here) < 2:
+        pytest.skip("this CPU offers one numerics path only")
+    from course_utils.moe_experiment import ExperimentConfig, run_experiment
+
+    native = run_experiment(ExperimentConfig(steps=60), seed=1)["none"].eval_loss
+    planted = tmp_path / "test_planted_claim.py"
+    planted.write_text(textwrap.dedent(PLANTED.format(native=native)))
+    outcomes = {path: run_on_path(path, [str(planted)], timeout=300) for path in here}
+    assert outcomes["native"][0] == 0, outcomes["native"][1][-2000:]
+    failed = [path for path, (code, _, found) in outcomes.items() if code != 0 and found and found[-1]["margin"] < 0]
+    assert failed, {path: found for path, (_, _, found) in outcomes.items()}
