@@ -27,7 +27,7 @@ HANDIN = Path(os.environ.get("COURSE_HANDIN", "/srv/handin"))
 STUDENT = COURSE / "student" if (COURSE / "student").is_dir() else COURSE / "notebooks"
 if STUDENT.name != "student":
     print(f"jupyterhub_config.py: no {COURSE / 'student'} (make release): each first login builds the student "
-          "version itself, ~4x slower", file=sys.stderr)
+          "version itself", file=sys.stderr)
 
 # Each student's server: JupyterLab in their home, opening their copy of the welcome notebook.
 c.Spawner.cmd = [str(COURSE / "deploy" / "first-login.sh"), "jupyterhub-singleuser"]
@@ -44,11 +44,12 @@ c.Spawner.environment = {
 # uses, and KubeSpawner); LocalProcessSpawner does not.
 c.Spawner.mem_guarantee = "512M"
 c.Spawner.mem_limit = "2G"
-# How long the hub waits for a student's server: start_timeout for the spawner to start it, http_timeout for
-# it to answer (first-login.sh runs inside that). JupyterHub's defaults, 60 s and 30 s, refused first logins
-# on a busy server (docs/jupyterhub.md has the measured times these leave a margin over).
-c.Spawner.start_timeout = 300
-c.Spawner.http_timeout = 300
+# How long the hub waits for a student's server: start_timeout for the spawner to start the process, then
+# http_timeout for it to answer (first-login.sh runs inside that). Measured (docs/jupyterhub.md): a first login
+# took 27-28 s on this 2-CPU test machine at load ~9 and 35-41 s with both cores also held by busy loops, so
+# JupyterHub's default http_timeout of 30 s refused it; 120 s is three times the slowest.
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
 
 
 def make_handin_folder(spawner) -> None:
