@@ -35,13 +35,19 @@ def course(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def prebuilt(course, tmp_path_factory) -> Path:
+    """The student version built once, as an install builds it (``make release``)."""
+    out = tmp_path_factory.mktemp("release") / "student"
+    release(course, out)
+    return out
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_a_login_from_the_prebuilt_release_hands_out_what_the_solutions_would(course, tmp_path):
-    prebuilt = tmp_path / "student"
-    release(course, prebuilt)
+def test_a_login_from_the_prebuilt_release_hands_out_what_the_solutions_would(course, prebuilt, tmp_path):
     from_solutions, from_release = tmp_path / "a", tmp_path / "b"
     update_workspace(course, from_solutions)
     report = update_workspace(prebuilt, from_release)
@@ -53,9 +59,7 @@ def test_a_login_from_the_prebuilt_release_hands_out_what_the_solutions_would(co
     assert sorted(again.kept) == sorted(SAMPLE) and not again.added and not again.updated_beside
 
 
-def test_first_login_closes_the_home_and_course_and_starts_the_server_with_a_private_umask(course, tmp_path):
-    prebuilt = tmp_path / "student"
-    release(course, prebuilt)
+def test_first_login_closes_the_home_and_course_and_starts_the_server_with_a_private_umask(prebuilt, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     home.chmod(0o755)  # what a bare `useradd -m` gives on Debian 12
@@ -70,9 +74,7 @@ def test_first_login_closes_the_home_and_course_and_starts_the_server_with_a_pri
     assert _mode(home / "saved.ipynb") == 0o600
 
 
-def test_first_login_closes_a_course_folder_an_older_login_left_open(course, tmp_path):
-    prebuilt = tmp_path / "student"
-    release(course, prebuilt)
+def test_first_login_closes_a_course_folder_an_older_login_left_open(prebuilt, tmp_path):
     home = tmp_path / "home"
     update_workspace(prebuilt, home / "course")  # the copy an older first-login.sh made, umask 022
     (home / "course").chmod(0o755)
