@@ -6,10 +6,10 @@ Two students sign in on the login form at the same moment while a busy loop hold
 login must be ready before the hub's own timeouts give up (the test sets no timeout of its own on the spawn).
 Where the test can make Linux accounts (root, a Python other accounts can run), the students are real accounts,
 one made by the documented ``useradd`` and one by a bare ``useradd -m`` with its home left 755 (Debian 12's
-default): after the first login each home and ~/course is 700 and theirs, neither student can read, list or
-write the other's notebooks, and a kernel a student starts runs as them and cannot signal the other's server.
-Elsewhere the students share the test's user and only the login is checked. Times go to
-test-artifacts/browser/jupyterhub_class.txt.
+default): after the first login each home, ~/course and hand-in folder is 700 and theirs, the course served to
+them is not theirs to change, neither student can read, list or write the other's notebooks, and a kernel a
+student starts runs as them and cannot signal the other's server. Elsewhere the students share the test's user
+and only the login is checked. Times go to test-artifacts/browser/jupyterhub_class.txt.
 """
 
 from __future__ import annotations
@@ -137,13 +137,17 @@ def test_each_home_and_course_folder_is_closed_to_classmates(class_hub):
     _needs_accounts(class_hub)
     import pwd
 
+    hub = class_hub.hub
     for user in class_hub.users:  # the documented account and the one a bare useradd -m left 755
         uid = pwd.getpwnam(user).pw_uid
-        for folder in (class_hub.hub.home(user), class_hub.hub.home(user) / "course"):
+        for folder in (hub.home(user), hub.home(user) / "course", hub.handin / user):
             mode = folder.stat()
             assert (stat.S_IMODE(mode.st_mode), mode.st_uid) == (0o700, uid), f"{folder}: {oct(mode.st_mode)}"
+        # the course served to every login is root's: a student cannot change what the others get
+        changed = run_as(user, "touch", str(hub.notebooks / WELCOME), str(hub.notebooks / "planted.ipynb"))
+        assert changed.returncode != 0 and "Permission denied" in changed.stderr, changed
     for owner, other in (class_hub.users, reversed(class_hub.users)):
-        course = class_hub.hub.home(owner) / "course"
+        course = hub.home(owner) / "course"
         assert run_as(owner, "cat", str(course / WELCOME)).returncode == 0  # the owner can: the commands work
         attempts = {
             "read": ("cat", str(course / WELCOME)),
