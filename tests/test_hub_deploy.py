@@ -3,8 +3,8 @@
 A login copies the student version built once at install (``course-lab release``) instead of building it; the
 copy it hands out is the one the solution notebooks would give, so an installed class switches to the
 prebuilt source without a single ``.updated`` file. The script leaves the home and ~/course mode 700 even when
-``useradd -m`` made the home 755, and the server it starts keeps umask 077, so what the student saves is
-theirs alone. Real Linux accounts and the hub: tests/browser/test_hub_class.py.
+``useradd -m`` made the home 755 and an older login the course folder 755, and the server it starts keeps
+umask 077, so what the student saves is theirs alone. Real Linux accounts and the hub: tests/browser/test_hub_class.py.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import pytest
 
 from course_utils.lab.release.release import release
 from course_utils.lab.release.workspace import MANIFEST, update_workspace
+
+pytestmark = pytest.mark.slow  # each test starts course-lab (~4 CPU-s)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_LOGIN = ROOT / "deploy" / "first-login.sh"
@@ -59,27 +61,18 @@ def test_a_login_from_the_prebuilt_release_hands_out_what_the_solutions_would(co
     assert sorted(again.kept) == sorted(SAMPLE) and not again.added and not again.updated_beside
 
 
-def test_first_login_closes_the_home_and_course_and_starts_the_server_with_a_private_umask(prebuilt, tmp_path):
+def test_first_login_closes_an_open_home_and_course_and_starts_the_server_with_a_private_umask(prebuilt, tmp_path):
     home = tmp_path / "home"
-    home.mkdir()
-    home.chmod(0o755)  # what a bare `useradd -m` gives on Debian 12
+    update_workspace(prebuilt, home / "course")  # a copy an older first-login.sh made (umask 022) ...
+    home.chmod(0o755)  # ... in a home a bare `useradd -m` made on Debian 12
+    (home / "course").chmod(0o755)
+    (home / "course" / SAMPLE[1]).unlink()  # deleted by the student: this login writes it again
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home),
            "COURSE_NOTEBOOKS": str(prebuilt), "JUPYTERHUB_USER": "alice"}
     done = subprocess.run([str(FIRST_LOGIN), "sh", "-c", "umask; touch saved.ipynb"], cwd=home, env=env,
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == "0077"  # the command it execs (the server) keeps the umask
     assert _mode(home) == 0o700 and _mode(home / "course") == 0o700
-    assert {p.name: _mode(p) for p in (home / "course").glob("*.ipynb")} == dict.fromkeys(SAMPLE, 0o600)
-    assert _mode(home / "saved.ipynb") == 0o600
-
-
-def test_first_login_closes_a_course_folder_an_older_login_left_open(prebuilt, tmp_path):
-    home = tmp_path / "home"
-    update_workspace(prebuilt, home / "course")  # the copy an older first-login.sh made, umask 022
-    (home / "course").chmod(0o755)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "COURSE_NOTEBOOKS": str(prebuilt)}
-    done = subprocess.run([str(FIRST_LOGIN)], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and "up to date" in done.stdout, done.stdout + done.stderr
-    assert _mode(home) == 0o700 and _mode(home / "course") == 0o700
-    assert os.access(home / "course" / SAMPLE[0], os.R_OK)
+    assert _mode(home / "course" / SAMPLE[1]) == 0o600 and _mode(home / "saved.ipynb") == 0o600
+    assert os.access(home / "course" / SAMPLE[0], os.R_OK)  # the student's own copy stays theirs to open

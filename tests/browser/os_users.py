@@ -38,7 +38,7 @@ def missing_accounts_reason(*needed: Path) -> str | None:
             return f"`{tool}` is not installed, so no Linux accounts can be made for the students"
     for path in (Path(sys.executable).parent, Path(sys.executable).resolve().parent, *needed):
         if not _others_can_run(path):
-            return (f"{path} is closed to other accounts, so a student could not run the course there (make the "
+            return (f"{path} is closed to other accounts, so a student could not reach it (build the "
                     "environment from a Python outside /root: make setup-test PYTHON=/usr/bin/python3)")
     return None
 
