@@ -1,11 +1,12 @@
 """JupyterHub for a class on one server (The Littlest JupyterHub's layout), serving this course.
 
 Run as root from the hub's state folder:  cd /srv/jupyterhub && jupyterhub -f /opt/course/deploy/jupyterhub_config.py
-(/opt/course: this repository, owned by root; its environment made as docs/jupyterhub.md says). Per student:
-- a home of their own (a Linux account: PAM logs them in, LocalProcessSpawner runs their server as them);
-- on every login, before their server starts, deploy/first-login.sh runs AS THEM: `course-lab update` (the
-  command `make lab` runs) makes ~/course, their student copy, the first time, and later only adds new
-  notebooks beside theirs, never overwriting one;
+(/opt/course: this repository, owned by root; its environment and the student version /opt/course/student made
+as docs/jupyterhub.md says). Per student:
+- a home of their own, mode 700 (a Linux account: PAM logs them in, LocalProcessSpawner runs their server as them);
+- on every login, before their server starts, deploy/first-login.sh runs AS THEM: it closes their home to
+  others, and `course-lab update` (the command `make lab` runs) copies the student version built at install
+  into ~/course the first time, and later only adds new notebooks beside theirs, never overwriting one;
 - the course itself (package, notebooks, data/) is read-only to them: root owns /opt/course and the env;
 - a hand-in folder COURSE_HANDIN/<user> (theirs, mode 700, shown as ~/handin) that the instructor grades
   with `course-lab grade /srv/handin --out grades.csv` (docs/jupyterhub.md).
@@ -14,19 +15,26 @@ tests/browser/test_jupyterhub.py loads this file and overrides only the authenti
 
 import os
 import pwd
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines get_config)
 
 COURSE = Path(__file__).resolve().parents[1]  # the repository this file is in
 HANDIN = Path(os.environ.get("COURSE_HANDIN", "/srv/handin"))
+# The student version, built once at install (`make release` writes COURSE/student); a login then only hashes
+# and copies. Without it every login builds the student version of all ten notebooks itself.
+STUDENT = COURSE / "student" if (COURSE / "student").is_dir() else COURSE / "notebooks"
+if STUDENT.name != "student":
+    print(f"jupyterhub_config.py: no {COURSE / 'student'} (make release): each first login builds the student "
+          "version itself", file=sys.stderr)
 
 # Each student's server: JupyterLab in their home, opening their copy of the welcome notebook.
 c.Spawner.cmd = [str(COURSE / "deploy" / "first-login.sh"), "jupyterhub-singleuser"]
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab/tree/course/00_welcome.ipynb"
 c.Spawner.environment = {
-    "COURSE_NOTEBOOKS": str(COURSE / "notebooks"),
+    "COURSE_NOTEBOOKS": str(STUDENT),
     "COURSE_HANDIN": str(HANDIN),
     # 100 kernels on one server must not each start a thread per core (torch's default); outputs do not change.
     "OMP_NUM_THREADS": "2",
@@ -36,6 +44,12 @@ c.Spawner.environment = {
 # uses, and KubeSpawner); LocalProcessSpawner does not.
 c.Spawner.mem_guarantee = "512M"
 c.Spawner.mem_limit = "2G"
+# How long the hub waits for a student's server: start_timeout for the spawner to start the process, then
+# http_timeout for it to answer (first-login.sh runs inside that). Measured (docs/jupyterhub.md): a first login
+# took 27-28 s on this 2-CPU test machine at load ~9 and 35-41 s with both cores also held by busy loops, so
+# JupyterHub's default http_timeout of 30 s refused it; 120 s is three times the slowest.
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
 
 
 def make_handin_folder(spawner) -> None:
@@ -50,6 +64,11 @@ def make_handin_folder(spawner) -> None:
 
 
 c.Spawner.pre_spawn_hook = make_handin_folder
+
+# configurable-http-proxy where docs/jupyterhub.md installs it (npm --prefix COURSE/.hub, not npm's global prefix).
+PROXY = COURSE / ".hub" / "node_modules" / ".bin" / "configurable-http-proxy"
+if PROXY.exists():
+    c.ConfigurableHTTPProxy.command = [str(PROXY)]
 
 # Who may log in: members of these Linux groups (PAM, the default authenticator). A university usually
 # swaps in its single sign-on (oauthenticator) or LTI (ltiauthenticator); nothing else here changes.

@@ -1,16 +1,20 @@
-"""A real JupyterHub on 127.0.0.1 for tests/browser/test_jupyterhub.py: deploy/jupyterhub_config.py as it
-is, with only the test's overrides (DummyAuthenticator with one password, SimpleLocalProcessSpawner with
-homes in a tmp folder, random free ports, configurable-http-proxy from `make setup-test`'s .hub/ folder).
+"""A real JupyterHub on 127.0.0.1 for the hub tests: deploy/jupyterhub_config.py as it is, with only the
+test's overrides (DummyAuthenticator with one password, random free ports, configurable-http-proxy from
+`make setup-test`'s .hub/ folder, and the spawner: SimpleLocalProcessSpawner with homes in a tmp folder, or,
+with ``os_users``, the deploy's own LocalProcessSpawner running each student as their Linux account).
 
-Covered: why the hub cannot run here (``missing_hub_reason``), starting and stopping it, and reading the
-memory of a student's processes (their single-user server and its kernels).
-Left out: driving the browser (the test file), anything about one notebook.
+Covered: why the hub cannot run here (``missing_hub_reason``), the course's student version built once as an
+install builds it (``build_release``), starting and stopping the hub, logging a student in over HTTP and
+waiting for their server (``log_in``), and reading the memory of a student's processes (their single-user
+server and its kernels).
+Left out: driving the browser (the test files), anything about one notebook.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -35,6 +39,15 @@ def proxy_command() -> str | None:
     return str(LOCAL_PROXY) if LOCAL_PROXY.exists() else shutil.which("configurable-http-proxy")
 
 
+def build_release(course: Path, out: Path) -> Path:
+    """The student version of ``course`` in ``out``, built once as an install builds it (docs/jupyterhub.md:
+    ``make release``, then opened to the students' accounts); students' logins copy from it."""
+    command = [sys.executable, "-m", "course_utils.lab.cli", "release", "--source", str(course), "--out", str(out)]
+    subprocess.run(command, check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(["chmod", "-R", "a+rX", str(out)], check=True)  # release's folder is 700; students read it
+    return out
+
+
 def missing_hub_reason() -> str | None:
     """Why a JupyterHub cannot run here (``None`` when it can)."""
     try:
@@ -57,11 +70,22 @@ class Hub:
     users: set[str]
     password: str = field(default_factory=lambda: os.urandom(8).hex())
     port: int = field(default_factory=quiet_port)
+    os_users: bool = False  # LocalProcessSpawner: each student's server runs as their own Linux account
+    deploy_timeouts: bool = False  # keep the deploy config's start and HTTP timeouts (else 180 s each)
+    api_token: str = field(default_factory=lambda: os.urandom(16).hex())
     process: subprocess.Popen | None = None
 
     @property
     def homes(self) -> Path:
+        """The students' homes (SimpleLocalProcessSpawner's); with ``os_users``, see ``home``."""
         return self.state / "home"
+
+    def home(self, user: str) -> Path:
+        if self.os_users:
+            import pwd
+
+            return Path(pwd.getpwnam(user).pw_dir)
+        return self.homes / user
 
     @property
     def handin(self) -> Path:
@@ -111,10 +135,11 @@ class Hub:
             "c.JupyterHub.authenticator_class = 'dummy'",
             f"c.DummyAuthenticator.password = {self.password!r}",
             f"c.Authenticator.allowed_users = {set(self.users)!r}",
-            "c.JupyterHub.spawner_class = 'simple'",
-            f"c.SimpleLocalProcessSpawner.home_dir_template = {str(self.homes / '{username}')!r}",
             f"c.Spawner.environment.update({env!r})",
-            "c.Spawner.start_timeout = c.Spawner.http_timeout = 180",
+            # the test reads each student's server state through the REST API with this token
+            f"c.JupyterHub.services = [{{'name': 'course-test', 'api_token': {self.api_token!r}}}]",
+            "c.JupyterHub.load_roles = [{'name': 'course-test', 'services': ['course-test'],"
+            " 'scopes': ['admin:users', 'admin:servers', 'access:servers']}]",
             # each student's server on a port below the ephemeral range (the spawner's own pick, an ephemeral
             # port, was once taken by the other test worker's kernel before the server bound it)
             "import random as _random, socket as _socket",
@@ -132,7 +157,12 @@ class Hub:
             "    return _deploy_hook(spawner)",
             "c.Spawner.pre_spawn_hook = _quiet_port_then_deploy_hook",
         ]
-        if os.geteuid() == 0:  # every student runs as the hub's user; JupyterLab refuses root unless told
+        if not self.os_users:
+            lines += ["c.JupyterHub.spawner_class = 'simple'",
+                      f"c.SimpleLocalProcessSpawner.home_dir_template = {str(self.homes / '{username}')!r}"]
+        if not self.deploy_timeouts:
+            lines.append("c.Spawner.start_timeout = c.Spawner.http_timeout = 180")
+        if os.geteuid() == 0 and not self.os_users:  # students run as the hub's user: JupyterLab refuses root untold
             lines.append("c.Spawner.args = ['--ServerApp.allow_root=True']")
         path = self.state / "jupyterhub_config.py"
         path.write_text("\n".join(lines) + "\n")
@@ -168,6 +198,40 @@ class Hub:
     def log_tail(self, n_chars: int = 6000) -> str:
         path = self.state / "jupyterhub.log"
         return path.read_text(errors="replace")[-n_chars:] if path.exists() else ""
+
+    def api(self, path: str) -> dict:
+        """GET the hub's REST API (``hub/api/<path>``) with the test's token."""
+        headers = {"Authorization": f"token {self.api_token}"}
+        request = urllib.request.Request(self.url(f"hub/api/{path}"), headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+
+    def log_in(self, user: str, timeout: float = 600.0) -> str:
+        """``user`` signs in on the login form, as a browser does, and the hub spawns their server; returns
+        "ready" once the hub reports it ready and it answers through the proxy, else why not ("failed", with the
+        hub's reason in its log). The hub's own start and HTTP timeouts decide; ``timeout`` only bounds the wait."""
+        import requests
+
+        with requests.Session() as browser:
+            form = browser.get(self.url("hub/login"), timeout=60)
+            xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form.text)
+            data = {"username": user, "password": self.password, "_xsrf": xsrf.group(1) if xsrf else ""}
+            signed_in = browser.post(self.url("hub/login"), data=data, timeout=60, allow_redirects=False)
+            if signed_in.status_code != 302:
+                return f"sign-in refused ({signed_in.status_code})"
+            browser.get(self.url("hub/spawn"), timeout=60, allow_redirects=False)  # the login's redirect starts it
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            server = self.api(f"users/{user}").get("servers", {}).get("")
+            if server is None or not (server["ready"] or server["pending"]):
+                return "failed"
+            if server["ready"]:
+                status = urllib.request.Request(self.url(f"user/{user}/api/status"),
+                                                headers={"Authorization": f"token {self.api_token}"})
+                with urllib.request.urlopen(status, timeout=30) as response:
+                    return "ready" if response.status == 200 else f"server answered {response.status}"
+            time.sleep(0.5)
+        return f"still pending after {timeout:.0f} s"
 
     def processes_of(self, user: str) -> list[psutil.Process]:
         """The student's single-user server and everything it started (kernels), by JUPYTERHUB_USER."""

@@ -3,7 +3,8 @@
 user (SimpleLocalProcessSpawner, homes in a tmp folder; tests/browser/hub.py).
 
 Two students log in through headless Chromium. Each gets their own copy of the course on first login (made
-by `course-lab update`, as `make lab` does) and lands on their 00_welcome; alice types her stable_softmax, bob
+by `course-lab update`, as `make lab` does, from the student version built once as an install builds it) and
+lands on their 00_welcome; alice types her stable_softmax, bob
 leaves his untouched; each runs the notebook through the proxy, the welcome slider renders and answers, and
 each hands the notebook in (the file browser's copy into ~/handin, the hub-made folder <handin>/<user>).
 `course-lab grade` grades the hand-in folder: alice full marks, bob none. A second login keeps alice's edits,
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from browser.hub import DEPLOY_CONFIG, ROOT, Hub, missing_hub_reason
+from browser.hub import DEPLOY_CONFIG, ROOT, Hub, build_release, missing_hub_reason
 from browser.session import ARTIFACTS, NOTEBOOKS, WAIT_MS, check_welcome_slider
 from browser.support import (
     CHROMIUM,
@@ -172,8 +173,9 @@ def test_two_students_on_a_real_jupyterhub_run_widgets_hand_in_and_are_graded(tm
     course = tmp_path / "course"  # a copy: the working tree's notebooks may be rebuilt meanwhile
     shutil.copytree(NOTEBOOKS, course, ignore=shutil.ignore_patterns("student", ".ipynb_checkpoints", "src", "*.py"))
     before = _digests(course)
+    student = build_release(course, tmp_path / "student")  # what an install builds once (docs/jupyterhub.md)
     started = time.monotonic()
-    hub = Hub(tmp_path / "hub", course, set(STUDENTS)).start()
+    hub = Hub(tmp_path / "hub", student, set(STUDENTS)).start()
     hub_start = time.monotonic() - started
     background: list[subprocess.Popen] = []  # the grader and alice's second login, run while the hub stops
     try:
@@ -183,7 +185,7 @@ def test_two_students_on_a_real_jupyterhub_run_widgets_hand_in_and_are_graded(tm
         browsed = time.monotonic() - started
         # the instructor grades while the hub shuts down; alice logs in again meanwhile
         background += [_start_grading(hub.handin, course, tmp_path / "grades.csv"),
-                       _second_login(course, hub.homes / "alice")]
+                       _second_login(student, hub.homes / "alice")]
     except BaseException:
         print(hub.log_tail())
         raise
@@ -209,9 +211,9 @@ def test_two_students_on_a_real_jupyterhub_run_widgets_hand_in_and_are_graded(tm
 
 
 def test_the_deploy_files_agree_and_name_files_that_exist():
-    """deploy/jupyterhub_config.py loads; the image (deploy/Dockerfile) copies files that exist and starts the
-    server as the one-server hub does; the Helm values run the same first-login step, open the same notebook and
-    set the same memory limit."""
+    """deploy/jupyterhub_config.py loads; the image (deploy/Dockerfile) copies files that exist, builds the student
+    version once and starts the server as the one-server hub does; the Helm values run the same first-login step
+    from the same student version, open the same notebook, and set the same memory limit and HTTP timeout."""
     import yaml
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -229,8 +231,17 @@ def test_the_deploy_files_agree_and_name_files_that_exist():
     in_image = "/opt/course/" + first_login.relative_to(ROOT).as_posix()
     assert image_cmd == [in_image, "jupyterhub-singleuser"]
 
-    values = yaml.safe_load((DEPLOY_CONFIG.parent / "values.yaml").read_text())["singleuser"]
+    # the image builds the student version once and every login copies from it
+    built = re.search(r"course-lab release --source (\S+) --out (\S+)", dockerfile)
+    assert built and built.group(1) == "/opt/course/notebooks", dockerfile
+    assert re.search(rf"^ENV .*COURSE_NOTEBOOKS={built.group(2)}\s", dockerfile, re.MULTILINE), dockerfile
+    assert hub.Spawner.environment["COURSE_NOTEBOOKS"] in (str(ROOT / "student"), str(ROOT / "notebooks"))
+
+    chart = yaml.safe_load((DEPLOY_CONFIG.parent / "values.yaml").read_text())
+    values = chart["singleuser"]
     assert values["cmd"] == image_cmd
     assert values["defaultUrl"] == hub.Spawner.default_url
     assert values["memory"] == {"guarantee": hub.Spawner.mem_guarantee, "limit": hub.Spawner.mem_limit}
     assert values["extraEnv"]["OMP_NUM_THREADS"] == hub.Spawner.environment["OMP_NUM_THREADS"]
+    assert values["extraEnv"]["COURSE_NOTEBOOKS"] == built.group(2)
+    assert chart["hub"]["config"]["KubeSpawner"]["http_timeout"] == hub.Spawner.http_timeout > 30
