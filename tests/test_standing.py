@@ -60,3 +60,63 @@ def test_only_changed_notebooks_run_and_a_wrong_answer_gets_its_hint(tmp_path):
 def test_no_copy_yet_says_how_to_make_one(tmp_path):
     with pytest.raises(ValueError, match="make lab"):
         standing_lines(tmp_path / "nothing", ROOT / "notebooks")
+
+
+def _course_and_copy(tmp_path, names=("00_welcome.ipynb",)):
+    mine, source = tmp_path / "student", tmp_path / "course"
+    source.mkdir()
+    for name in names:
+        (source / name).write_bytes((ROOT / "notebooks" / name).read_bytes())
+    update_workspace(source, mine)
+    return mine, source
+
+
+def test_a_verdict_is_kept_by_the_notebooks_hash_and_a_cell_that_raises_is_named(tmp_path, monkeypatch):
+    import course_utils.lab.grading.folder as folder_module
+    from course_utils.lab.release import verdict_cache
+
+    graded, first_run = [], []
+    real = folder_module.grade_folder
+
+    def counting(folder, *args, **kwargs):
+        """Counts the notebooks handed to the grader; runs the real one once (its result stands in after)."""
+        graded.append(sorted(p.name for p in Path(folder).rglob("*.ipynb")))
+        if not first_run:
+            first_run.append(real(folder, *args, **kwargs))
+        return first_run[0]
+
+    monkeypatch.setattr(folder_module, "grade_folder", counting)
+    mine, source = _course_and_copy(tmp_path)
+    _answer(mine / "00_welcome.ipynb", "    return x.exp() / x.exp().sum(dim=-1, keepdim=True)\n")
+    nb = nbformat.read(str(mine / "00_welcome.ipynb"), as_version=4)
+    nb.cells.insert(3, nbformat.v4.new_code_cell("total = undefined_name + 1"))
+    nbformat.write(nb, str(mine / "00_welcome.ipynb"))
+
+    first = standing_lines(mine, source, progress=False)
+    assert graded == [["00_welcome.ipynb"]]
+    assert [line for line in first if " cell " in line] == [
+        f"{'00_welcome':<32} cell 4 raises NameError: name 'undefined_name' is not defined "
+        "(Run All stops here)  `total = undefined_name + 1`"
+    ]
+    assert any("stable_softmax" in line and "❌" in line for line in first)  # the rest still checked
+    second = standing_lines(mine, source, progress=False)
+    assert graded == [["00_welcome.ipynb"]]  # not executed again
+    assert second[:-1] == first[:-1] and "1 unchanged since last checked, not run again" in second[-1]
+    nb.cells[3].source = "total = 1"
+    nbformat.write(nb, str(mine / "00_welcome.ipynb"))
+    standing_lines(mine, source, progress=False)  # saved again: checked again
+    assert graded == [["00_welcome.ipynb"]] * 2
+    monkeypatch.setattr(verdict_cache, "_code_fingerprint", lambda: "the course's code changed")
+    standing_lines(mine, source, progress=False)
+    assert graded == [["00_welcome.ipynb"]] * 3
+
+
+def test_a_notebook_named_on_the_command_line_is_the_only_one_reported(tmp_path, capsys):
+    from course_utils.lab.cli import main
+
+    mine, source = _course_and_copy(tmp_path, ("00_welcome.ipynb", "03_attention.ipynb"))
+    for query in ("03", "03_attention", "03_attention.ipynb"):
+        lines = standing_lines(mine, source, progress=False, only=[query])
+        assert [line.split()[0] for line in lines[:-1]] == ["03_attention"] and "not started" in lines[0]
+    assert main(["progress", "07", "--folder", str(mine), "--source", str(source)]) == 2
+    assert "'07' matches none of the notebooks here (00_welcome, 03_attention)" in capsys.readouterr().err

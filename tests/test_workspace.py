@@ -63,9 +63,11 @@ def test_a_changed_course_notebook_goes_beside_the_students(course, tmp_path):
     assert report.updated_beside == [("00_a.ipynb", "00_a.updated.ipynb")] and report.kept == ["01_b.ipynb"]
     assert "my answer" in (mine / "00_a.ipynb").read_text()
     assert "better explanation" in (mine / "00_a.updated.ipynb").read_text()
-    assert "left as it is" in " ".join(report.lines())
-    # told once: the next run has nothing new to say
-    assert update_workspace(course, mine).updated_beside == []
+    assert "left as it is" in " ".join(report.lines()) and "course-lab diff 00" in " ".join(report.lines())
+    # nothing new is written next time, but the student is told again while the new version waits
+    again = update_workspace(course, mine)
+    assert again.updated_beside == [] and again.waiting == [("00_a.ipynb", "00_a.updated.ipynb")]
+    assert "Still waiting beside your 00_a.ipynb" in " ".join(again.lines()) and "up to date" not in again.lines()[-1]
     # a second change replaces our .updated file while the student has not touched it ...
     _course_notebook(course / "00_a.ipynb", text="Add one, third version.")
     assert update_workspace(course, mine).updated_beside == [("00_a.ipynb", "00_a.updated.ipynb")]
@@ -92,3 +94,38 @@ def test_the_folder_must_not_be_the_course(course):
 def test_cli_reports_what_it_did(course, tmp_path, capsys):
     assert main(["update", "--source", str(course), "--folder", str(tmp_path / "mine")]) == 0
     assert "2 notebooks" in capsys.readouterr().out
+
+
+def test_a_notebook_the_student_never_changed_is_refreshed_in_place(course, tmp_path):
+    mine = tmp_path / "mine"
+    update_workspace(course, mine)
+    _edit(mine / "01_b.ipynb", "my answer")
+    nb = nbformat.read(str(mine / "00_a.ipynb"), as_version=4)  # opened and run, never edited:
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="ran it")]  # outputs and metadata differ
+    nb.metadata["language_info"] = {"name": "python"}
+    nbformat.write(nb, str(mine / "00_a.ipynb"))
+    for name in ("00_a.ipynb", "01_b.ipynb"):
+        _course_notebook(course / name, text="Add one, now with a better explanation.")
+    report = update_workspace(course, mine)
+    assert report.refreshed == ["00_a.ipynb"] and report.updated_beside == [("01_b.ipynb", "01_b.updated.ipynb")]
+    assert "better explanation" in (mine / "00_a.ipynb").read_text() and not (mine / "00_a.updated.ipynb").exists()
+    assert "my answer" in (mine / "01_b.ipynb").read_text()
+    assert "Brought up to date (you had not changed them): 00_a.ipynb" in report.lines()
+
+
+def test_a_manifest_from_before_the_cell_hashes_still_protects_the_student(course, tmp_path):
+    import json
+
+    from course_utils.lab.release.workspace import MANIFEST
+
+    mine = tmp_path / "mine"
+    update_workspace(course, mine)
+    manifest = json.loads((mine / MANIFEST).read_text())
+    (mine / MANIFEST).write_text(json.dumps({k: v["text"] for k, v in manifest.items()}))  # the old format
+    nb = nbformat.read(str(mine / "00_a.ipynb"), as_version=4)
+    nb.metadata["language_info"] = {"name": "python"}  # saved, cells unchanged: unknown to an old manifest
+    nbformat.write(nb, str(mine / "00_a.ipynb"))
+    for name in ("00_a.ipynb", "01_b.ipynb"):
+        _course_notebook(course / name, text="Add one, second version.")
+    report = update_workspace(course, mine)
+    assert report.refreshed == ["01_b.ipynb"] and report.updated_beside == [("00_a.ipynb", "00_a.updated.ipynb")]

@@ -8,7 +8,8 @@ refuses without ``bwrap`` unless ``--no-sandbox``; a rerun after a crash resumes
 ``.png``); totals are out of ``--assignment``'s notebooks (default: the whole course), and
 ``--release-hidden`` (after the deadline) shows hidden cases' inputs and values to students too.
 ``course-lab export --to nbgrader|otter
---out DIR`` writes the notebooks for nbgrader or otter-grader.
+--out DIR`` writes the notebooks for nbgrader or otter-grader. Neither ``release`` nor ``export`` ever
+deletes or overwrites a file it did not write (``release/owned_files.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from course_utils.checks.outcome import HIDDEN_SEEDS
 from course_utils.lab.limits import DEFAULTS
+from course_utils.lab.release.notebook_diff import add_command as add_diff_command
 from course_utils.lab.release.release import ReleaseError, release
 from course_utils.lab.release.standing import add_command as add_progress_command
 from course_utils.lab.release.workspace import add_command as add_update_command
@@ -96,7 +98,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from course_utils.lab.release.export import export
+    from course_utils.lab.release.export import config_note, export
 
     try:
         written = export(Path(args.source), Path(args.out), args.to)
@@ -104,6 +106,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
         print(f"course-lab export: error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {len(written)} {args.to} notebook(s) to {args.out}")
+    note = config_note(Path(args.out)) if args.to == "nbgrader" else None
+    if note:
+        print(note)
     return 0
 
 
@@ -111,13 +116,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course-lab", description="Instructor tools for Inside the Transformer.")
     commands = parser.add_subparsers(dest="command", required=True)
     rel = commands.add_parser("release", help="write the student version of the notebooks")
-    rel.add_argument("--out", required=True, help="folder to write the student notebooks into (replaced)")
+    rel.add_argument(
+        "--out", required=True, help="a new or empty folder, or a previous release (never a student's copy)"
+    )
     rel.add_argument(
         "--source", default=str(_default_source()), help="solution notebook or folder (default: notebooks)"
     )
     rel.set_defaults(func=_cmd_release)
     add_update_command(commands)
     add_progress_command(commands)
+    add_diff_command(commands)
     grd = commands.add_parser("grade", help="grade a folder of submissions into a CSV gradebook")
     grd.add_argument("submissions", help="folder of <student>/<notebook>.ipynb and/or <student>.ipynb files")
     grd.add_argument("--out", required=True, help="the CSV to write; feedback files go to <stem>_feedback/ beside it")
@@ -184,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     grd.set_defaults(func=_cmd_grade)
     exp = commands.add_parser("export", help="write the notebooks for nbgrader or otter-grader")
     exp.add_argument("--to", required=True, choices=["nbgrader", "otter"])
-    exp.add_argument("--out", required=True, help="folder to write (replaced)")
+    exp.add_argument(
+        "--out", required=True, help="a new or empty folder, a previous export, or (nbgrader) your course folder"
+    )
     exp.add_argument(
         "--source", default=str(_default_source()), help="solution notebook or folder (default: notebooks)"
     )

@@ -12,6 +12,12 @@ points) holding the solution cell and self-contained OK-format test cells (each 
 needs; the seed-1 and seed-2 cells are ``# HIDDEN``). ``otter assign`` turns a master into the
 student and autograder notebooks.
 
+Neither ever deletes or replaces anything (``owned_files.py``): ``out`` must be new, empty, a previous
+export of the same kind, or (nbgrader) an nbgrader course folder, where the export adds
+``source/<stem>/`` beside the instructor's assignments, gradebook and submissions and leaves their
+own ``nbgrader_config.py`` alone. An assignment folder it did not write is refused, and so is a file
+of a previous export edited since.
+
 In both, ``# HINT:`` lines move just above their solution region so the student version keeps them.
 Both platforms run tests inside the student's kernel, so they do not get the isolation of
 ``course-lab grade``; the grade and test cells call the same ``Exercise`` checks.
@@ -22,8 +28,6 @@ Leaves out: installing either platform (they are not dependencies of the course)
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import nbformat
@@ -31,6 +35,7 @@ from nbformat.v4 import new_code_cell, new_output, new_raw_cell
 
 from course_utils.checks import all_exercises
 from course_utils.checks.outcome import HIDDEN_SEEDS
+from course_utils.lab.release.owned_files import EXPORT_MARKER, NotOursError, read_marker, write_owned
 from course_utils.lab.release.release import collect_notebooks, read_notebook
 from course_utils.lab.release.solutions import BEGIN, END, HINT, has_solution
 
@@ -172,33 +177,51 @@ def to_otter(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     return nb
 
 
+def is_nbgrader_course(folder: Path) -> bool:
+    """Whether ``folder`` looks like an nbgrader course (its config, its gradebook or its ``source/``)."""
+    return any((folder / name).exists() for name in ("nbgrader_config.py", "gradebook.db", "source"))
+
+
 def export(source: Path, out: Path, to: str) -> list[Path]:
-    """Write every notebook in ``source`` for ``to`` ('nbgrader' or 'otter') into ``out`` (replaced)."""
+    """Write every notebook in ``source`` for ``to`` ('nbgrader' or 'otter') into ``out``; the paths written.
+
+    ``ValueError`` (nothing written) where that would touch a file the export did not write: see the
+    module docstring."""
     if to not in ("nbgrader", "otter"):
         raise ValueError(f"to must be 'nbgrader' or 'otter', got {to!r}")
     out = Path(out)
+    notebooks = [(p, read_notebook(p)) for p in collect_notebooks(Path(source))]
+    prefix = "source/" if to == "nbgrader" else ""
+    files = {
+        f"{prefix}{p.stem}/{p.name}": (
+            nbformat.writes(to_nbgrader(nb) if to == "nbgrader" else to_otter(nb, p.name)) + "\n"
+        ).encode()
+        for p, nb in notebooks
+    }
+    if to == "nbgrader" and (not (out / "nbgrader_config.py").exists() or _ours(out, "nbgrader_config.py")):
+        files["nbgrader_config.py"] = NBGRADER_CONFIG.encode()  # an instructor's own config is theirs
     try:
-        notebooks = [(p, read_notebook(p)) for p in collect_notebooks(Path(source))]
-        converted = [
-            (Path(p.stem) / p.name, to_nbgrader(nb) if to == "nbgrader" else to_otter(nb, p.name))
-            for p, nb in notebooks
-        ]
-    except ValueError as exc:
+        written = write_owned(
+            out,
+            files,
+            marker=EXPORT_MARKER,
+            command=f"export --to {to}",
+            may_join=is_nbgrader_course if to == "nbgrader" else None,
+        )
+    except NotOursError as exc:
         raise ValueError(str(exc)) from exc
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        base = staging / "source" if to == "nbgrader" else staging
-        for rel, nb in converted:
-            (base / rel).parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, str(base / rel))
-        if to == "nbgrader":
-            (staging / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    base = out / "source" if to == "nbgrader" else out
-    return [base / rel for rel, _ in converted]
+    return [path for path in written if path.suffix == ".ipynb"]
+
+
+def _ours(out: Path, rel: str) -> bool:
+    return rel in (read_marker(out, EXPORT_MARKER, "export --to nbgrader") or {})
+
+
+def config_note(out: Path) -> str | None:
+    """What to add to an instructor's own ``nbgrader_config.py``, which the export leaves alone (else None)."""
+    if not (Path(out) / "nbgrader_config.py").exists() or _ours(Path(out), "nbgrader_config.py"):
+        return None
+    return (
+        f"kept your own {Path(out) / 'nbgrader_config.py'}: the course's cells need more than nbgrader's default "
+        "30 s, so make sure it sets c.ExecutePreprocessor.timeout = 300"
+    )

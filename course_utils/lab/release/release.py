@@ -1,8 +1,12 @@
 """Write the student version of the course from the solution notebooks.
 
 Every solution region becomes a ``NotImplementedError`` stub, outputs, execution counts and widget
-state are cleared, and file names are kept. Everything is checked before anything is written, and
-the result appears at ``out`` in one rename, so an error never leaves half a release behind.
+state are cleared, and file names are kept. Everything is checked before anything is written, so a
+bad notebook never leaves half a release behind.
+
+``out`` is never emptied or replaced: a new or empty folder, or one a previous release wrote, takes
+the notebooks; a folder with anything else in it (a student's own copy, say) is refused, and a
+released notebook someone has worked in since is never overwritten (``owned_files.py``).
 
 A notebook is refused if a stub message, a hint of one of its exercises (``Exercise.hints``) or a
 ``<details>`` hint cell repeats its solutions' code (see ``leaks.py``).
@@ -10,13 +14,12 @@ A notebook is refused if a stub message, a hint of one of its exercises (``Exerc
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import nbformat
 
 from course_utils.lab.release.leaks import find_leak
+from course_utils.lab.release.owned_files import RELEASE_MARKER, NotOursError, write_owned
 from course_utils.lab.release.solutions import BEGIN, END, SolutionMarkupError, strip_solutions
 
 
@@ -127,23 +130,21 @@ def collect_notebooks(source: Path) -> list[Path]:
 
 
 def release(source: Path, out: Path) -> list[Path]:
-    """Write the student notebooks for ``source`` into ``out`` (replacing it) and return their paths."""
+    """Write the student notebooks for ``source`` into ``out`` and return their paths.
+
+    ``ReleaseError`` (nothing written) if ``out`` holds files a release did not write, or a released
+    notebook changed since; see the module docstring."""
     source, out = Path(source), Path(out)
     converted = [(path.name, student_version(read_notebook(path), path.name)) for path in collect_notebooks(source)]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    files = {name: (nbformat.writes(nb) + "\n").encode() for name, nb in converted}
     try:
-        for name, nb in converted:
-            nbformat.write(nb, str(staging / name))
-        if out.exists():
-            backup = out.with_name(f".{out.name}-old")
-            shutil.rmtree(backup, ignore_errors=True)
-            out.rename(backup)
-            staging.rename(out)
-            shutil.rmtree(backup, ignore_errors=True)
-        else:
-            staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return [out / name for name, _ in converted]
+        return write_owned(out, files, marker=RELEASE_MARKER, command="release")
+    except NotOursError as exc:
+        from course_utils.lab.release.workspace import MANIFEST  # workspace imports this module
+
+        if (out / MANIFEST).exists():
+            raise ReleaseError(
+                f"{exc} {out} is a student's own copy of the course (`make lab` made it): "
+                f"`course-lab update --folder {out}` brings it up to date without overwriting their work."
+            ) from exc
+        raise ReleaseError(str(exc)) from exc

@@ -4,32 +4,41 @@ It grades the student's copy (``notebooks/student``, see ``workspace.py``) with 
 the student's setting: no sandbox (it is their own code on their own machine), public cases only
 (the hidden ones are the instructor's), and only the notebooks they have changed since they got
 them, unless ``--all``: an untouched notebook is "not started" without running it (09 would train
-for minutes to say so). It prints one line per exercise and the points, for example::
+for minutes to say so). ``course-lab progress 03`` (or ``03_attention``) looks at that notebook only.
+A notebook checked before and not saved since is not run again: its verdict comes from the cache
+(``verdict_cache.py``). It prints one line per exercise and the points, then each cell that raised,
+the first being where JupyterLab's Run All stops, for example::
 
     03_attention   attention_scores   ✅ passed                                   2 / 2
     03_attention   sdp_attention      ❌ softmax over queries: your softmax ...   0 / 2
+    03_attention   cell 14 raises NameError: name 'scores' is not defined (Run All stops here)  `weights = ...`
 
-Nothing is written into the student's folder; the grading happens on a copy in a temporary folder.
+Nothing but the cache is written into the student's folder; the grading happens on a copy in a
+temporary folder.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from course_utils.lab.release.workspace import MANIFEST, _digest, _read_manifest
+import nbformat
+
+from course_utils.lab.release.verdict_cache import VerdictCache, cache_key
+from course_utils.lab.release.workspace import find_notebook, read_manifest, student_notebooks, untouched
 from course_utils.lab.status import Status
 
 STUDENT = "you"
+_CELL_NOTE = re.compile(r"^cell (\d+): (error|timeout|total timeout|kernel died): (.*)$", re.DOTALL)
 
 
 def changed_notebooks(folder: Path) -> list[str]:
-    """The student's notebooks whose text differs from what they were handed (all, without a manifest)."""
-    handed_out = _read_manifest(folder)
-    names = sorted(p.name for p in folder.glob("[0-9][0-9]_*.ipynb") if not p.name.endswith(".updated.ipynb"))
-    return [n for n in names if handed_out.get(n) != _digest((folder / n).read_text())]
+    """The student's notebooks whose cells differ from what they were handed (all, without a manifest)."""
+    handed_out = read_manifest(folder)
+    return [n for n in student_notebooks(folder) if not untouched(Path(folder) / n, handed_out.get(n))]
 
 
 def _verdict(row) -> str:
@@ -42,32 +51,72 @@ def _verdict(row) -> str:
     return "❌ " + (first if len(first) <= 70 else first[:69] + "…")
 
 
-def standing_lines(folder: Path, source: Path, everything: bool = False, progress: bool = True) -> list[str]:
-    """The report: grade the student's changed notebooks (all with ``everything``) on their public cases."""
+def _grade(folder: Path, names: list[str], source: Path, progress: bool) -> dict:
+    """Grade ``names`` (copies, in a temporary folder): ``{file name: SubmissionResult}``."""
     from course_utils.lab.grading.folder import grade_folder
     from course_utils.lab.limits import Limits
+
+    with tempfile.TemporaryDirectory(prefix="course-progress-") as tmp:
+        mine = Path(tmp) / STUDENT
+        mine.mkdir()
+        for name in names:
+            shutil.copyfile(folder / name, mine / name)
+        run = grade_folder(Path(tmp), source, Limits(sandbox=False), seeds=[], progress=progress)
+    return {Path(r.submission).name: r for r in run.results}
+
+
+def _cell_lines(stem: str, notes: list[str], notebook: Path) -> list[str]:
+    """A line for each cell that raised or ran out of time: its number, the exception line, its first line."""
+    try:
+        cells = nbformat.read(str(notebook), as_version=4).cells
+    except Exception:  # the verdict stands without the cells' first lines
+        cells = []
+    lines, first = [], True
+    for note in notes:
+        match = _CELL_NOTE.match(note)
+        if not match:
+            continue
+        number, kind, detail = int(match.group(1)), match.group(2), match.group(3).strip().splitlines()[0]
+        what = f"raises {detail}" if kind == "error" else f"{kind}: {detail}"
+        where = " (Run All stops here)" if first else ""
+        source = cells[number - 1].source.strip().splitlines() if 0 < number <= len(cells) else []
+        start = f"  `{source[0][:40]}`" if source else ""
+        lines.append(f"{stem:<32} cell {number} {what}{where}{start}")
+        first = False
+    return lines
+
+
+def standing_lines(
+    folder: Path, source: Path, everything: bool = False, progress: bool = True, only: list[str] = ()
+) -> list[str]:
+    """The report: grade the student's changed notebooks (all with ``everything``; ``only`` those named:
+    ``["03"]``) on their public cases, each verdict from the cache when the notebook has not changed."""
     from course_utils.lab.grading.submissions import course_catalog
 
     folder, source = Path(folder), Path(source)
     if not folder.is_dir():
         raise ValueError(f"folder {folder} does not exist: run `make lab` (or `course-lab update`) first")
     catalog = course_catalog(source)
-    names = sorted(p.name for p in folder.glob("[0-9][0-9]_*.ipynb") if not p.name.endswith(".updated.ipynb"))
-    chosen = names if everything else changed_notebooks(folder)
+    names = student_notebooks(folder)
+    if only:
+        names = sorted({find_notebook(names, query) for query in only})
+    changed = set(changed_notebooks(folder))
+    chosen = [n for n in names if everything or n in changed]
+    cache = VerdictCache(folder)
+    keys = {n: cache_key(folder / n, source / n if source.is_dir() else None) for n in chosen}
+    results = {n: cache.get(n, keys[n]) for n in chosen}
+    todo = [n for n in chosen if results[n] is None]
+    if todo:
+        results.update(_grade(folder, todo, source, progress))
+        for name in todo:
+            if results.get(name) is not None:
+                cache.put(name, keys[name], results[name])
+        cache.save()
     lines, earned, possible = [], 0.0, 0.0
-    results = {}
-    if chosen:
-        with tempfile.TemporaryDirectory(prefix="course-progress-") as tmp:
-            mine = Path(tmp) / STUDENT
-            mine.mkdir()
-            for name in chosen:
-                shutil.copyfile(folder / name, mine / name)
-            run = grade_folder(Path(tmp), source, Limits(sandbox=False), seeds=[], progress=progress)
-            results = {r.notebook: r for r in run.results}
     for name in names:
         stem = name[: -len(".ipynb")]
         entry = catalog.get(name)
-        result = results.get(name) or results.get(stem)
+        result = results.get(name)
         if result is None:
             total = sum(entry.points.values()) if entry is not None else 0.0
             possible += total
@@ -77,13 +126,19 @@ def standing_lines(folder: Path, source: Path, everything: bool = False, progres
         for row in sorted(result.exercises, key=lambda r: order.get(r.exercise, len(order))):
             earned, possible = earned + row.points, possible + row.max_points
             lines.append(f"{stem:<32} {row.exercise:<26} {_verdict(row):<56} {row.points:g} / {row.max_points:g}")
-    lines.append(f"public checks: {earned:g} of {possible:g} points (your instructor's hidden cases are graded later)")
+        lines += _cell_lines(stem, result.notes, folder / name)
+    reused = len(chosen) - len(todo)
+    cached = f"; {reused} unchanged since last checked, not run again" if reused else ""
+    lines.append(
+        f"public checks: {earned:g} of {possible:g} points (your instructor's hidden cases are graded later{cached})"
+    )
     return lines
 
 
 def add_command(commands) -> None:
-    """``course-lab progress [--folder notebooks/student] [--all]``."""
+    """``course-lab progress [NOTEBOOK ...] [--folder notebooks/student] [--all]``."""
     cmd = commands.add_parser("progress", help="run the public checks on your own saved notebooks")
+    cmd.add_argument("notebook", nargs="*", help="only these notebooks: 03, 03_attention or 03_attention.ipynb")
     cmd.add_argument("--folder", default="notebooks/student", help="your copy (default: notebooks/student)")
     cmd.add_argument("--source", default="notebooks", help="the course's notebooks (default: notebooks)")
     cmd.add_argument("--all", action="store_true", help="also run the notebooks you have not changed")
@@ -92,7 +147,7 @@ def add_command(commands) -> None:
 
 def _cmd_progress(args) -> int:
     try:
-        lines = standing_lines(Path(args.folder), Path(args.source), everything=args.all)
+        lines = standing_lines(Path(args.folder), Path(args.source), everything=args.all, only=args.notebook)
     except (ValueError, OSError) as exc:
         print(f"course-lab progress: error: {exc}", file=sys.stderr)
         return 2
@@ -100,4 +155,4 @@ def _cmd_progress(args) -> int:
     return 0
 
 
-__all__ = ["MANIFEST", "add_command", "changed_notebooks", "standing_lines"]
+__all__ = ["add_command", "changed_notebooks", "standing_lines"]

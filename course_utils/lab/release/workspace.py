@@ -5,18 +5,23 @@ folder JupyterLab serves) in step with the course without touching a student's w
 
 * the first time, every course notebook is written there in its student version (``release.py``);
 * a course notebook the student does not have yet (a new one, or one they deleted) is added;
-* a notebook the student has is **never overwritten**. If the course changed it since their copy
-  was made, the new student version is written beside it as ``NN_topic.updated.ipynb`` and the
-  report names both, so they can compare and carry over what they want.
+* a notebook the student has is **never overwritten** once they have changed it. If the course
+  changed it since their copy was made, a notebook they never changed (its cells are still the ones
+  handed out: running it does not count) is refreshed in place; one they did change gets the new
+  student version beside it as ``NN_topic.updated.ipynb``, and every run names it again while it is
+  there, until they have compared the two (``course-lab diff NN``) and deleted it.
 
-What was handed out is remembered in ``.course-release.json`` (a hash of each student version), which is
-how "the course changed it" is told apart from "the student changed it".
+What was handed out is remembered in ``.course-release.json``: for each file, a hash of its text (has
+the course changed it?) and of its cells' types and sources (has the student?). A manifest written
+before the cells were hashed holds the text's hash only, and then only an unchanged file counts as
+untouched.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +31,15 @@ from course_utils.lab.release.release import collect_notebooks, read_notebook, s
 
 MANIFEST = ".course-release.json"
 UPDATED_SUFFIX = ".updated.ipynb"
+_COPY = re.compile(r"^[0-9][0-9]_[^.]*\.ipynb$")
+
+
+@dataclass(frozen=True)
+class Handed:
+    """What was handed out for one file: the hash of its text and of its cells (None: not recorded)."""
+
+    text: str
+    cells: str | None = None
 
 
 @dataclass
@@ -35,24 +49,34 @@ class WorkspaceReport:
     folder: Path
     added: list[str] = field(default_factory=list)  # written because the student had no such notebook
     kept: list[str] = field(default_factory=list)  # the student's copy, left alone; the course has not changed it
+    refreshed: list[str] = field(default_factory=list)  # changed by the course, never by the student: replaced
     updated_beside: list[tuple[str, str]] = field(default_factory=list)  # (theirs, the new version written beside)
+    waiting: list[tuple[str, str]] = field(default_factory=list)  # (theirs, a new version beside it from before)
 
     def lines(self) -> list[str]:
         """The report as a student reads it."""
         out = []
-        if self.added and not self.kept and not self.updated_beside:
+        if self.added and not self.kept and not self.updated_beside and not self.refreshed:
             out.append(
                 f"Made your copy of the course in {self.folder} ({len(self.added)} notebooks). Work there: "
-                "later updates add new notebooks beside yours and never overwrite them."
+                "later updates add new notebooks beside yours and never overwrite your work."
             )
         elif self.added:
             out.append(f"Added to {self.folder}: {', '.join(self.added)}")
+        if self.refreshed:
+            out.append(f"Brought up to date (you had not changed them): {', '.join(self.refreshed)}")
         for theirs, new in self.updated_beside:
             out.append(
                 f"The course changed {theirs} since you got it. Your copy is left as it is; "
-                f"the new version is beside it as {new}: compare them and copy over what you want."
+                f"the new version is beside it as {new}: compare them (`course-lab diff {theirs[:2]}`) "
+                f"and copy over what you want, then delete {new}."
             )
-        if self.kept and not self.added and not self.updated_beside:
+        for theirs, new in self.waiting:
+            out.append(
+                f"Still waiting beside your {theirs}: the course's newer version {new}. Compare them "
+                f"(`course-lab diff {theirs[:2]}`), copy over what you want, then delete {new}."
+            )
+        if self.kept and not (self.added or self.updated_beside or self.refreshed or self.waiting):
             out.append(f"Your copy of the course in {self.folder} is up to date ({len(self.kept)} notebooks).")
         return out
 
@@ -61,60 +85,119 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _file_digest(path: Path) -> str | None:
+def _cells_digest(nb: nbformat.NotebookNode) -> str:
+    """sha256 of the cells' types and sources: what a student writes (outputs and metadata left out)."""
+    return _digest(json.dumps([[cell.cell_type, cell.source] for cell in nb.cells]))
+
+
+def handed(text: str) -> Handed:
+    """The record of handing out ``text`` (a notebook's JSON)."""
+    return Handed(_digest(text), _cells_digest(nbformat.reads(text, as_version=4)))
+
+
+def untouched(path: Path, record: Handed | None) -> bool:
+    """Whether the file at ``path`` is still what ``record`` says was handed out (its cells, or all its text)."""
+    if record is None:
+        return False
     try:
-        return _digest(path.read_text())
-    except (OSError, UnicodeDecodeError):
-        return None
+        text = path.read_text()
+        if _digest(text) == record.text:
+            return True
+        return record.cells is not None and _cells_digest(nbformat.reads(text, as_version=4)) == record.cells
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):  # gone, or no longer a notebook
+        return False
 
 
-def _free_beside(folder: Path, stem: str, handed_out: dict[str, str]) -> Path:
+def student_notebooks(folder: Path) -> list[str]:
+    """The student's course notebooks in ``folder`` (``NN_topic.ipynb``; never the ``.updated`` ones)."""
+    return sorted(p.name for p in Path(folder).glob("[0-9][0-9]_*.ipynb") if _COPY.match(p.name))
+
+
+def find_notebook(names: list[str], query: str) -> str:
+    """The one of ``names`` that ``query`` means: ``"03"``, ``"03_attention"`` or ``"03_attention.ipynb"``
+    -> ``"03_attention.ipynb"``; ``ValueError`` naming the choices when none or several match."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError(f"notebook must be a name such as 03 or 03_attention, got {query!r}")
+    query = query.strip().removesuffix(".ipynb")
+    found = [n for n in names if n[: -len(".ipynb")] == query] or [n for n in names if n[:2] == query]
+    if len(found) == 1:
+        return found[0]
+    choices = ", ".join(n[: -len(".ipynb")] for n in names) or "none"
+    what = "matches several" if found else "matches none"
+    raise ValueError(f"notebook {query!r} {what} of the notebooks here ({choices})")
+
+
+def waiting_beside(folder: Path, name: str) -> list[str]:
+    stem = name[: -len(".ipynb")]
+    pattern = re.compile(rf"^{re.escape(stem)}\.updated(-[0-9]+)?\.ipynb$")
+    return sorted((p.name for p in folder.glob(f"{stem}.updated*.ipynb") if pattern.match(p.name)), key=len)
+
+
+def _free_beside(folder: Path, stem: str, handed_out: dict[str, Handed]) -> Path:
     """Where the new version of ``stem`` goes: ``stem.updated.ipynb`` unless the student has edited that file."""
     for n in range(1, 100):
         beside = folder / (stem + (UPDATED_SUFFIX if n == 1 else f".updated-{n}.ipynb"))
-        if not beside.exists() or _file_digest(beside) == handed_out.get(beside.name):
+        if not beside.exists() or untouched(beside, handed_out.get(beside.name)):
             return beside
     raise ValueError(f"{folder}: too many {stem}.updated-N.ipynb files; delete the ones you no longer need")
 
 
-def _read_manifest(folder: Path) -> dict[str, str]:
+def read_manifest(folder: Path) -> dict[str, Handed]:
+    """What was handed out into ``folder``, by file name (empty without a readable manifest)."""
     try:
-        data = json.loads((folder / MANIFEST).read_text())
+        data = json.loads((Path(folder) / MANIFEST).read_text())
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+    found = {}
+    for name, value in data.items():
+        if isinstance(value, str):  # written by an older course-lab: the text's hash only
+            found[name] = Handed(value)
+        elif isinstance(value, dict) and isinstance(value.get("text"), str):
+            cells = value.get("cells")
+            found[name] = Handed(value["text"], cells if isinstance(cells, str) else None)
+    return found
+
+
+def _write_manifest(folder: Path, handed_out: dict[str, Handed]) -> None:
+    data = {name: {"text": h.text, "cells": h.cells} for name, h in sorted(handed_out.items())}
+    (folder / MANIFEST).write_text(json.dumps(data, indent=1) + "\n")
 
 
 def update_workspace(source: Path, folder: Path) -> WorkspaceReport:
     """Bring ``folder`` (the student's copy) up to date with the course notebooks in ``source``.
 
-    Never overwrites a notebook the student has; see the module docstring. Every student version is
-    built (and checked for leaked solutions) before anything is written.
+    Never overwrites a notebook the student has changed; see the module docstring. Every student
+    version is built (and checked for leaked solutions) before anything is written.
     """
     source, folder = Path(source), Path(folder)
     if folder.resolve() == source.resolve():
         raise ValueError(f"folder must differ from source (both are {source})")
     versions = {path.name: student_version(read_notebook(path), path.name) for path in collect_notebooks(source)}
     folder.mkdir(parents=True, exist_ok=True)
-    handed_out = _read_manifest(folder)
+    handed_out = read_manifest(folder)
     report = WorkspaceReport(folder)
     for name, nb in versions.items():
         text = nbformat.writes(nb) + "\n"
-        digest, target = _digest(text), folder / name
+        new, target, old = handed(text), folder / name, handed_out.get(name)
         if not target.exists():
             target.write_text(text)
             report.added.append(name)
-        elif name in handed_out and handed_out[name] != digest:
+        elif old is None or old.text == new.text:
+            report.kept.append(name)  # the course has not changed it (or nothing says what was handed out)
+        elif untouched(target, old):
+            target.write_text(text)
+            report.refreshed.append(name)
+        else:
             beside = _free_beside(folder, name[: -len(".ipynb")], handed_out)
             beside.write_text(text)  # a file of ours (or one the student never edited): theirs is never touched
-            handed_out[beside.name] = digest
+            handed_out[beside.name] = new
             report.updated_beside.append((name, beside.name))
-        else:
-            report.kept.append(name)
-        handed_out[name] = digest
-    (folder / MANIFEST).write_text(json.dumps(handed_out, indent=1, sort_keys=True) + "\n")
+        handed_out[name] = new
+        just_written = {b for theirs, b in report.updated_beside if theirs == name}
+        report.waiting += [(name, b) for b in waiting_beside(folder, name) if b not in just_written]
+    _write_manifest(folder, handed_out)
     return report
 
 
