@@ -44,7 +44,8 @@ from course_utils.lab.limits import Limits
 from course_utils.lab.grading.kernel_code import MAX_VALUE_BYTES, probe_code, snapshot_code
 from course_utils.lab.grading.probe import NotDefined, ReferenceCalled, StudentRaised, check_size, decode_reply
 from course_utils.lab.grading.sandbox import cgroup_parents, isolation_problem
-from course_utils.lab.grading.submissions import course_catalog, find_submissions, identify, read_submission, Submission
+from course_utils.lab.grading.identify import identify
+from course_utils.lab.grading.submissions import course_catalog, find_submissions, read_submission, Submission
 from grading_fixtures import (FORGED_NAME, FORMULA, ODD_A, ODD_B, SECRET_ENV, SLEEPER, WELCOME, build_folder,
                               cell_problems, solution, with_cell)
 
