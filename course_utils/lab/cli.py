@@ -43,6 +43,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.checks import all_exercises
     from course_utils.lab.grading.canvas import read_roster
     from course_utils.lab.grading.class_report import write_class_report
+    from course_utils.lab.grading.similarity import write_similarity_report
     from course_utils.lab.grading.folder import grade_folder
     from course_utils.lab.grading.gradebook import summary_lines, write_gradebook
     from course_utils.lab.limits import Limits
@@ -92,10 +93,11 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     feedback = write_gradebook(run.results, out, assignment, args.release_hidden, roster, canvas_notes)
     journal.unlink(missing_ok=True)  # every result is in the gradebook now
     report, chart = write_class_report(run.results, out, assignment, all_exercises())
+    similar = write_similarity_report(run.results, Path(args.submissions), out, assignment, all_exercises(), source)
     print("\n".join(summary_lines(run, time.monotonic() - start, assignment)))
     print(f"wrote {args.out} and {len(list(feedback.glob('*.md')))} feedback file(s) in {feedback}")
     print(f"wrote {out.with_name(out.stem + '_canvas.csv')} (Canvas), {report} and {chart} (class report)")
-    print("\n".join(canvas_notes))
+    print("\n".join([*canvas_notes, f"wrote {similar} (similar answers, for the instructor only)"]))
     return 0
 
 

@@ -1,7 +1,7 @@
 """Write the gradebook: a CSV, one feedback file per student, and a closing summary line.
 
-The CSV (the instructor's) has one row per (submission, exercise), a ``missing`` row per notebook
-of the assignment a student did not hand in, and one ``TOTAL`` row per student out of the whole
+The CSV (the instructor's) has one row per (submission, exercise), a ``missing`` row per notebook of
+the assignment a student did not hand in, and one ``TOTAL`` row per student out of the whole
 assignment's points (``totals.py``: the best submission of each notebook counts), with columns
 ``student, submission, notebook, exercise, points, max_points, status, feedback, feedback_file``;
 its ``feedback`` is the full text, hidden cases included. Feedback files (the students') go to
@@ -10,9 +10,9 @@ name with odd characters replaced (names that clash get ``-2``, ``-3``); they fo
 policy (``feedback.py``: no hidden input or value unless ``release_hidden``) and list each
 submission's problems, the very ones the summary counts. ``<csv stem>_canvas.csv`` holds the same
 totals for Canvas (``canvas.py``, matched to a roster if given). All are written to temporary paths
-first and moved into place with ``os.replace`` / a rename, so a crash never leaves half a gradebook. Cells that a spreadsheet would
-run as a formula (starting with ``=``, ``+``, ``-``, ``@``, after spaces or a tab too) get a leading
-apostrophe (``canvas.guard``).
+first and moved into place with ``os.replace`` / a rename, so a crash never leaves half a gradebook.
+Cells that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, after
+spaces or a tab too) get a leading apostrophe (``canvas.guard``).
 
 Everything a student can influence (names, file names, exception messages, printed output) goes
 through ``one_line`` first: control and invisible formatting characters (terminal escapes, bidi
