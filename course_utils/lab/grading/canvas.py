@@ -8,7 +8,8 @@ gives), each student is matched to the roster **by SIS Login ID = the submission
 (case and surrounding spaces ignored), and the row carries the roster's ``Student``, ``ID``, ``SIS
 User ID``, login and ``Section``; students the roster lacks are listed (``CanvasExport.unmatched``).
 
-Canvas's import rules, and a spreadsheet's, both hold: every field is quoted; a name that starts (after
+Canvas's import rules, and a spreadsheet's, both hold: every field is quoted and on one line
+(``gradebook.one_line``); a name that starts (after
 spaces or a tab) with ``=``, ``+``, ``-`` or ``@`` gets a leading apostrophe, but a login never does
 (Canvas would not match it): a login that is not plainly safe is left out (the row is matched by
 the roster's ID, or not at all, and said so); a student whose name is one of Canvas's own row names
@@ -84,6 +85,8 @@ def canvas_export(
 ) -> CanvasExport:
     """The Canvas CSV's rows for ``totals``, one column per assignment notebook, matched to ``roster``."""
     stems = [nb.removesuffix(".ipynb") for nb in assignment]
+    from course_utils.lab.grading.gradebook import one_line  # (gradebook imports this module)
+
     possible = ["Points Possible", "", "", "", ""] + [f"{p:g}" for p in assignment.values()]
     export = CanvasExport([CANVAS_COLUMNS + stems, possible])
     for total in totals.values():
@@ -91,6 +94,7 @@ def canvas_export(
         if roster is not None and found is None:
             export.unmatched.append(total.student)
         person = found or {**dict.fromkeys(CANVAS_COLUMNS, ""), "Student": total.student, "SIS Login ID": total.student}
+        person = {k: one_line(v) for k, v in person.items()}  # no line breaks or control characters
         name = person["Student"]
         if name.strip().lower() in SPECIAL_ROWS:
             name = f"student folder '{name}'"
