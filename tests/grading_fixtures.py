@@ -334,7 +334,7 @@ def build_folder(root: Path) -> dict[str, dict]:
     cases = {
         "alice/00_welcome.ipynb": (solution(), ok2, "passed", ""),
         "alice.ipynb": (solution(), ok2, "passed", ""),  # duplicate student, matched by metadata
-        "bob/00_welcome.ipynb": (release(), ok0, "not attempted", ""),
+        "bob/00_welcome.ipynb": (release(), {"stable_softmax": ("not_attempted", 0)}, "not attempted", ""),
         "loop_top/00_welcome.ipynb": (with_cell("while True:\n    pass", after_def=False), ok2, "passed", "cell time limit"),
         # cell problems that do not stop the notebook, all in one (each named in its feedback file): an error
         # before and after the exercise, sys.exit(), a 64 GiB allocation, megabytes printed

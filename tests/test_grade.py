@@ -44,7 +44,8 @@ from course_utils.lab.limits import Limits
 from course_utils.lab.grading.kernel_code import MAX_VALUE_BYTES, probe_code, snapshot_code
 from course_utils.lab.grading.probe import NotDefined, ReferenceCalled, StudentRaised, check_size, decode_reply
 from course_utils.lab.grading.sandbox import cgroup_parents, isolation_problem
-from course_utils.lab.grading.submissions import course_catalog, find_submissions, identify, read_submission, Submission
+from course_utils.lab.grading.identify import identify
+from course_utils.lab.grading.submissions import course_catalog, find_submissions, read_submission, Submission
 from grading_fixtures import (FORGED_NAME, FORMULA, ODD_A, ODD_B, SECRET_ENV, SLEEPER, WELCOME, build_folder,
                               cell_problems, solution, with_cell)
 
@@ -255,7 +256,8 @@ def test_odd_and_duplicate_names_are_all_kept(graded):
     assert len(list(folder.glob("*.md"))) == len(totals)
     assert "'" + FORMULA in totals  # a spreadsheet will not run it as a formula
     leftovers = sorted(p.name for p in graded["out"].parent.iterdir())
-    assert leftovers == ["grades.csv", "grades_canvas.csv", "grades_class_report.md", "grades_class_report.png", "grades_feedback"]  # no temporary files, job folder or journal left behind
+    assert leftovers == ["grades.csv", "grades_canvas.csv", "grades_class_report.md", "grades_class_report.png",
+                          "grades_feedback", "grades_similarity.md"]  # no temporary files, job folder or journal left behind
 
 
 @pytest.mark.slow
@@ -506,7 +508,8 @@ def test_a_killed_grader_resumes_from_its_journal(tmp_path, jobs):
             if r["exercise"] != "TOTAL" and r["status"] != "missing"}  # the course's other notebooks: missing
     assert {k: (v["status"], v["points"]) for k, v in rows.items()} == {
         "ann/00_welcome.ipynb": ("ok", "2"), "zoe/00_welcome.ipynb": ("ok", "2")}
-    assert sorted(p.name for p in out.parent.iterdir()) == ["grades.csv", "grades_canvas.csv", "grades_class_report.md", "grades_class_report.png", "grades_feedback"]  # journal gone
+    assert sorted(p.name for p in out.parent.iterdir()) == ["grades.csv", "grades_canvas.csv", "grades_class_report.md", "grades_class_report.png",
+                          "grades_feedback", "grades_similarity.md"]  # journal gone
     assert _leftovers_within(4) == []  # the rerun removed the killed run's cgroups
 
 

@@ -43,7 +43,9 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 def _cmd_grade(args: argparse.Namespace) -> int:
     from course_utils.checks import all_exercises
+    from course_utils.lab.grading.canvas import read_roster
     from course_utils.lab.grading.class_report import write_class_report
+    from course_utils.lab.grading.similarity import write_similarity_report
     from course_utils.lab.grading.folder import grade_folder
     from course_utils.lab.grading.gradebook import summary_lines, write_gradebook
     from course_utils.lab.limits import Limits
@@ -75,6 +77,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     try:
         seeds = [int(s) for s in args.hidden_seeds.split(",") if s.strip()]
         assignment = assignment_points(course_catalog(source), args.assignment)
+        roster = read_roster(Path(args.roster)) if args.roster else None  # a bad roster stops before grading
         run = grade_folder(
             Path(args.submissions),
             source,
@@ -88,12 +91,15 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"course-lab grade: error: {exc}", file=sys.stderr)
         return 2
-    feedback = write_gradebook(run.results, out, assignment, args.release_hidden)
+    canvas_notes: list[str] = []
+    feedback = write_gradebook(run.results, out, assignment, args.release_hidden, roster, canvas_notes)
     journal.unlink(missing_ok=True)  # every result is in the gradebook now
     report, chart = write_class_report(run.results, out, assignment, all_exercises())
+    similar = write_similarity_report(run.results, Path(args.submissions), out, assignment, all_exercises(), source)
     print("\n".join(summary_lines(run, time.monotonic() - start, assignment)))
     print(f"wrote {args.out} and {len(list(feedback.glob('*.md')))} feedback file(s) in {feedback}")
     print(f"wrote {out.with_name(out.stem + '_canvas.csv')} (Canvas), {report} and {chart} (class report)")
+    print("\n".join([*canvas_notes, f"wrote {similar} (similar answers, for the instructor only)"]))
     return 0
 
 
@@ -187,6 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--release-hidden",
         action="store_true",
         help="show hidden cases' inputs and expected values in the students' feedback (after the deadline)",
+    )
+    grd.add_argument(
+        "--roster",
+        help="Canvas's gradebook export (CSV): fills ID and SIS User ID in <stem>_canvas.csv, matching each "
+        "student by SIS Login ID = the submission folder's name",
     )
     grd.add_argument("--quiet", action="store_true", help="no progress bar")
     grd.set_defaults(func=_cmd_grade)

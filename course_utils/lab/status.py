@@ -4,13 +4,14 @@
 journal and job results as its plain value, so results read back from JSON (plain strings) compare
 equal to it.
 
-Per exercise: ``ok`` (graded: passed, failed or not attempted; the feedback says which),
-``not_defined``, ``uses_reference``, ``timeout`` (a graded call ran out of time), ``kernel_died``,
-``probe_failed``, ``grader_error``; a row for a whole file that could not be graded: ``unreadable``,
-``link``, ``unknown_notebook``; and, in the gradebook, ``missing`` (a notebook of the assignment
-not handed in). Per submission: ``ok``, ``kernel_died``, ``total_timeout`` (the submission's total
-time ran out), ``cell_timeout`` (a cell ran past its limit), ``timeout`` (only graded calls did),
-``grader_error``, ``unreadable``, ``link``, ``unknown_notebook``.
+Per exercise: ``ok`` (graded: passed or failed; the feedback says which), ``not_attempted`` (the
+function still raises the release's ``NotImplementedError``), ``not_defined``, ``uses_reference``,
+``timeout`` (a graded call ran out of time), ``kernel_died``, ``probe_failed``, ``grader_error``; a
+row for a whole file that could not be graded: ``unreadable``, ``link``, ``unknown_notebook``; and,
+in the gradebook, ``missing`` (a notebook of the assignment not handed in). Per submission: ``ok``,
+``kernel_died``, ``total_timeout`` (the submission's total time ran out), ``cell_timeout`` (a cell
+ran past its limit), ``timeout`` (only graded calls did), ``grader_error``, ``unreadable``,
+``link``, ``unknown_notebook``.
 
 Leaves out: which happens when (``grade.py``, ``folder.py``, ``worker.py``).
 """
@@ -22,6 +23,7 @@ from enum import Enum
 
 class Status(str, Enum):
     OK = "ok"
+    NOT_ATTEMPTED = "not_attempted"
     NOT_DEFINED = "not_defined"
     USES_REFERENCE = "uses_reference"
     TIMEOUT = "timeout"

@@ -13,6 +13,7 @@ Leaves out: starting the kernel and sending probes (``kernel.py``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 import re
 import time
@@ -35,7 +36,7 @@ class CellProblem:
     """Something that went wrong in one cell, for the feedback file."""
 
     index: int
-    kind: str  # "error", "timeout", "total_timeout", "output_truncated", "kernel_died"
+    kind: str  # "error", "course_error", "timeout", "total_timeout", "output_truncated", "kernel_died"
     detail: str
 
 
@@ -92,6 +93,35 @@ def _cut_error(content: dict, room: int) -> int:
         left -= len(kept[-1])
     content["evalue"], content["traceback"] = evalue, kept[::-1]
     return room - left
+
+
+def cell_digest(source: str) -> str:
+    """sha256 of a cell's source without its surrounding blank space."""
+    return hashlib.sha256(source.strip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def course_cells(nb: nbformat.NotebookNode, functions: frozenset) -> frozenset:
+    """Digests of the course notebook's code cells that no student writes: every code cell that neither
+    holds a solution region nor names one of the exercises' ``functions`` (a cell that calls the
+    student's function can fail because of their answer)."""
+    found = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "# BEGIN SOLUTION" in cell.source:
+            continue
+        if not any(re.search(rf"\b{re.escape(name)}\b", cell.source) for name in functions):
+            found.add(cell_digest(cell.source))
+    return frozenset(found)
+
+
+def blame_course(problems: list[CellProblem], nb: nbformat.NotebookNode, course: frozenset) -> list[CellProblem]:
+    """``problems`` with each error in a cell the student handed in exactly as the course wrote it
+    (``course_cells``) marked ``course_error``: the course's fault, never charged to the student."""
+    return [
+        CellProblem(p.index, "course_error", p.detail)
+        if p.kind == "error" and cell_digest(nb.cells[p.index].source) in course
+        else p
+        for p in problems
+    ]
 
 
 def _first_error(cell) -> tuple[str, str] | None:

@@ -7,8 +7,8 @@ each bank mistake by name (``ExerciseResult.mistake``: the misconception the gra
 a public or a hidden case), ``not attempted``, and ``other`` (a wrong answer no mistake explains,
 an exception, a time-out, a reference used...). ``write_class_report(results, out_csv, ...)``
 writes them beside the gradebook as ``<stem>_class_report.md`` (a table per exercise, every
-mistake of the bank listed, hit or not) and ``<stem>_class_report.png`` (a bar chart per exercise,
-matplotlib's Agg backend: no display needed).
+mistake of the bank listed, hit or not) and ``<stem>_class_report.png`` (one heatmap, exercises x
+outcomes, that fits a screen for the whole course; matplotlib's Agg backend: no display needed).
 
 Leaves out: grading (``grade.py``) and the gradebook itself (``gradebook.py``).
 """
@@ -64,7 +64,7 @@ def class_counts(
                     entry.passed += 1
                 elif row.mistake in entry.mistakes:
                     entry.mistakes[row.mistake] += 1
-                elif row.status == Status.OK and row.feedback == "not attempted":
+                elif row.status == Status.NOT_ATTEMPTED:
                     entry.not_attempted += 1
                 else:
                     entry.other += 1
@@ -72,14 +72,21 @@ def class_counts(
     return sorted(counts.values(), key=lambda c: order.get(c.notebook, len(order)))
 
 
+def most_common(c: ExerciseCounts) -> str:
+    """The bank mistake most students made (all of a tie); when none matched, says so and how many
+    students answered wrongly some other way, so a class where nobody passed never reads "none"."""
+    top = max(c.mistakes.values(), default=0)
+    if top:
+        return ", ".join(f"{m} ({n})" for m, n in c.mistakes.items() if n == top)
+    return f"no bank mistake matched ({c.other} wrong in other ways)" if c.other else "none"
+
+
 def markdown(counts: list[ExerciseCounts]) -> str:
     """The report as Markdown: an overview table, then a table per exercise."""
     lines = ["# Class report", "", "| exercise | notebook | students | passed | most common mistake |"]
     lines.append("|---|---|---|---|---|")
     for c in counts:
-        top = max(c.mistakes.items(), key=lambda kv: kv[1], default=("", 0))
-        common = f"{top[0]} ({top[1]})" if top[1] else "none"
-        lines.append(f"| `{c.exercise}` | {c.notebook} | {c.students} | {c.passed} | {common} |")
+        lines.append(f"| `{c.exercise}` | {c.notebook} | {c.students} | {c.passed} | {most_common(c)} |")
     for c in counts:
         lines += ["", f"## `{c.exercise}` ({c.notebook}): {c.passed} of {c.students} passed", ""]
         lines += ["| outcome | students |", "|---|---|"]
@@ -87,26 +94,39 @@ def markdown(counts: list[ExerciseCounts]) -> str:
     return "\n".join(lines) + "\n"
 
 
+OUTCOMES = (PASSED, "a bank mistake", NOT_ATTEMPTED, OTHER)
+MAX_INCHES = (8.0, 10.0)  # at 100 dpi: 800 x 1000 px at most, one screen, however many exercises
+
+
+def outcome_table(counts: list[ExerciseCounts]) -> list[list[int]]:
+    """Students per outcome (``OUTCOMES``), one row per exercise: ``[[passed, mistake, not attempted, other]]``."""
+    return [[c.passed, sum(c.mistakes.values()), c.not_attempted, c.other] for c in counts]
+
+
 def chart(counts: list[ExerciseCounts], path: Path) -> None:
-    """A horizontal bar chart per exercise (students per outcome), saved to ``path`` with Agg."""
+    """One heatmap, exercises x outcomes (share of the exercise's students, the count written in each
+    cell), sized to fit a screen (``MAX_INCHES``), saved to ``path`` with Agg."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
 
-    heights = [0.28 * len(c.bars()) + 0.7 for c in counts] or [1.0]
-    fig = Figure(figsize=(8, sum(heights)))
+    rows = max(1, len(counts))
+    height = min(MAX_INCHES[1], 1.6 + 0.18 * rows)
+    font = max(3.0, min(8.0, 0.6 * 72 * (height - 1.6) / rows))
+    fig = Figure(figsize=(MAX_INCHES[0], height))
     FigureCanvasAgg(fig)
-    axes = fig.subplots(max(1, len(counts)), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
-    for ax, c in zip(axes, counts):
-        labels, values = zip(*c.bars())
-        colours = ["tab:green"] + ["tab:red"] * len(c.mistakes) + ["tab:gray", "tab:orange"]
-        ax.barh(range(len(values)), values, color=colours)
-        ax.set_yticks(range(len(values)), labels, fontsize=7)
-        ax.invert_yaxis()
-        ax.set_xlim(0, max(1, c.students))
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # students are counted, never halved
-        ax.set_title(f"{c.exercise}: {c.passed} of {c.students} passed", fontsize=9, loc="left")
-    axes[-1].set_xlabel("students")
+    ax = fig.subplots()
+    table = outcome_table(counts) or [[0] * len(OUTCOMES)]
+    shares = [[n / max(1, c.students) for n in row] for c, row in zip(counts, table)] or table
+    image = ax.imshow(shares, aspect="auto", cmap="Blues", vmin=0, vmax=1, interpolation="nearest")
+    for i, row in enumerate(table):
+        for j, n in enumerate(row):
+            ax.text(j, i, str(n), ha="center", va="center", fontsize=font,
+                    color="white" if shares[i][j] > 0.6 else "black")
+    ax.set_xticks(range(len(OUTCOMES)), OUTCOMES, fontsize=8)
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(len(counts)), [f"{c.exercise} ({c.students})" for c in counts], fontsize=font)
+    fig.colorbar(image, ax=ax, fraction=0.04, label="share of the exercise's students")
+    ax.set_title("students per outcome (count in each cell)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100, format="png")
 

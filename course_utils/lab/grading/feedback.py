@@ -3,8 +3,9 @@
 Hidden cases stay hidden. A failure on a public case (``cases(0)``, which the notebook's own check
 shows) is told in full, as the check tells it. A failure on a hidden case (another seed, or an
 instructor test) says only ``hidden case k of n failed``, with the hint of the bank mistake or
-property the answer matched, or, for an exception, its type, the line of the student's code and
-the generic fix for that kind of error, never its message (which may print the inputs). The full
+property the answer matched, or, for an exception, words from a fixed vocabulary only (the
+exercise's function name, a built-in exception's type, the generic fix for that kind of error), never
+a string or number the student's code chose: not its message, type name, function name or line. The full
 text (case label, message, expected values) goes to ``ExerciseResult.detail``: the instructor's
 gradebook shows it, and the student's feedback file does only with ``--release-hidden``.
 
@@ -18,8 +19,8 @@ Leaves out: running the tests (``grade.py``) and writing the files (``gradebook.
 
 from __future__ import annotations
 
+import builtins
 import re
-from dataclasses import replace
 
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.outcome import Outcome, error_hint
@@ -29,13 +30,18 @@ from course_utils.lab.status import Status
 
 CELL_KINDS = {  # a CellProblem's kind -> the problem it is, as listed and counted
     "error": "cell error",
+    "course_error": "course cell error",  # a cell as the course wrote it raised: the course's, not the student's
     "timeout": "cell timeout",
     "total_timeout": "total time limit",
     "output_truncated": "output truncated",
     "kernel_died": "kernel died",
 }
 _CELL_NOTE = re.compile(r"^cell \d+: ([a-z ]+): ")
-HIDDEN_MESSAGE = "(message not shown: it may print the hidden inputs)"
+HIDDEN_RAISE = "its message and line are not shown for a hidden case"
+# the names a hidden case's exception may be told by: Python's own, never one a notebook made
+BUILTIN_ERRORS = frozenset(
+    name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
+)
 
 
 def describe_cell(problem: CellProblem) -> str:
@@ -46,9 +52,10 @@ def describe_cell(problem: CellProblem) -> str:
 def problems(result: SubmissionResult) -> list[str]:
     """What went wrong in ``result``, each named once, sorted: ``['cell error', 'timeout']``.
 
-    Every exercise status other than ``ok`` counts (a wrong or missing answer is ``ok``: graded), and
+    Every exercise status other than ``ok`` and ``not_attempted`` counts (a wrong answer is ``ok``: graded), and
     every cell problem in the notes (``describe_cell``)."""
-    found = {str(e.status).replace("_", " ") for e in result.exercises if e.status != Status.OK}
+    graded = (Status.OK, Status.NOT_ATTEMPTED)  # an answer, right, wrong or not yet written: no problem of the run
+    found = {str(e.status).replace("_", " ") for e in result.exercises if e.status not in graded}
     for note in result.notes:
         match = _CELL_NOTE.match(note)
         if match:
@@ -69,13 +76,18 @@ def matched_hint(exercise: Exercise, case: Case, message: str) -> tuple[str, str
     return "", ""
 
 
-def hidden_failure(k: int, n: int, hint: str = "", outcome: Outcome | None = None) -> str:
+def hidden_failure(k: int, n: int, hint: str = "", outcome: Outcome | None = None, function: str = "") -> str:
     """``'hidden case 3 of 8 failed: subtract each row's maximum'``: no input, value or message shown.
 
-    With an ``outcome`` that raised: its type, where, and the generic fix (``error_hint``)."""
+    With an ``outcome`` that raised, only words from a fixed vocabulary: the exercise's ``function``
+    name, the exception's type if it is one of Python's built-in exceptions (else "an exception"), and
+    the generic fix for that kind of error (``error_hint``, a fixed table). Never the line, the name of
+    the function that raised or a type name, which the student's code chooses (``code.replace``, a
+    class made at run time) and could spell the hidden inputs with."""
     text = f"hidden case {k} of {n} failed"
     if outcome is not None and outcome.error_type is not None:
-        text += ": " + replace(outcome, error_message=HIDDEN_MESSAGE).describe_error()
+        kind = outcome.error_type if outcome.error_type in BUILTIN_ERRORS else "an exception"
+        who = f"`{function}`" if function.isidentifier() else "your function"
         fix = error_hint(outcome.error_message)
-        return text + (f" — hint: {fix}" if fix else "")
+        return f"{text}: {who} raised {kind} ({HIDDEN_RAISE})" + (f" — hint: {fix}" if fix else "")
     return text + (f": {hint}" if hint else "")

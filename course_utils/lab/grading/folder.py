@@ -35,9 +35,9 @@ from course_utils.lab.grading.submissions import (
     Submission,
     course_catalog,
     find_submissions,
-    identify,
     read_submission,
 )
+from course_utils.lab.grading.identify import identify
 from course_utils.lab.status import Status
 
 
@@ -58,7 +58,7 @@ def make_job(
     hidden: Path | None,
     result: Path,
     secrets: list[str] = (),
-    key: str = "",
+    secret: str = "",
 ) -> dict:
     """The JSON a worker reads: which file, which notebook and points, the limits (raised for a notebook
     whose longest cell needs more, ``Limits.for_notebook``), where to write."""
@@ -73,7 +73,8 @@ def make_job(
         "hidden_tests": str(hidden.resolve()) if hidden else None,
         "result": str(result),
         "secrets": list(secrets),
-        "case_key": key,  # the hidden cases' secret (``hidden.keyed_exercise``); job files never enter a sandbox
+        "course_cells": sorted(entry.course_cells),  # an error in one of these is the course's (``cells.blame_course``)
+        "case_key": secret,  # the hidden cases' secret (``hidden.keyed_exercise``); job files never enter a sandbox
     }
 
 
@@ -82,6 +83,31 @@ def _stale_job_folders(parent: Path) -> None:
         owner = folder.name.rsplit("-", 1)[-1]
         if owner.isdigit() and not Path(f"/proc/{owner}").exists():
             shutil.rmtree(folder, ignore_errors=True)
+
+
+NO_MATCH = "matches no course notebook by file name, metadata or the functions it defines"
+
+
+def _classify(sub: Submission, catalog: dict[str, CourseNotebook]) -> SubmissionResult | str:
+    """The course notebook ``sub`` is to be graded as, or its finished row (unreadable, a link, no match).
+
+    Any fault while reading or identifying this one file (metadata of a shape nobody expected) is this
+    file's ``unreadable`` row, never the run's end."""
+    try:
+        nb, problem = (None, sub.problem) if sub.status else read_submission(sub.path)
+        name = identify(sub, nb, catalog) if sub.status != Status.LINK else None
+    except Exception as exc:
+        why = f"could not be read or identified ({type(exc).__name__}: {str(exc)[:150]})"
+        row = ExerciseResult("", 0, 0, Status.UNREADABLE, why)
+        return SubmissionResult(sub.student, sub.rel, "", Status.UNREADABLE, [row])
+    status = sub.status or Status.UNREADABLE
+    if nb is None:
+        rows = zero_rows(catalog[name].points, status, problem) if name else [ExerciseResult("", 0, 0, status, problem)]
+        return SubmissionResult(sub.student, sub.rel, name or "", status, rows)
+    if name is None:
+        row = ExerciseResult("", 0, 0, Status.UNKNOWN_NOTEBOOK, NO_MATCH)
+        return SubmissionResult(sub.student, sub.rel, "", Status.UNKNOWN_NOTEBOOK, [row])
+    return name
 
 
 def grade_folder(
@@ -104,34 +130,11 @@ def grade_folder(
     results: list[SubmissionResult | None] = [None] * len(submissions)
     pending = []
     for index, sub in enumerate(submissions):
-        nb, problem = (None, sub.problem) if sub.status else read_submission(sub.path)
-        name = identify(sub, nb, catalog) if sub.status != Status.LINK else None
-        status = sub.status or Status.UNREADABLE
-        if nb is None:
-            rows = (
-                zero_rows(catalog[name].points, status, problem)
-                if name
-                else [ExerciseResult("", 0, 0, status, problem)]
-            )
-            results[index] = SubmissionResult(sub.student, sub.rel, name or "", status, rows)
-        elif name is None:
-            results[index] = SubmissionResult(
-                sub.student,
-                sub.rel,
-                "",
-                Status.UNKNOWN_NOTEBOOK,
-                [
-                    ExerciseResult(
-                        "",
-                        0,
-                        0,
-                        Status.UNKNOWN_NOTEBOOK,
-                        "matches no course notebook by file name, metadata or the functions it defines",
-                    )
-                ],
-            )
+        found = _classify(sub, catalog)
+        if isinstance(found, SubmissionResult):
+            results[index] = found
         else:
-            pending.append((index, sub, catalog[name]))
+            pending.append((index, sub, catalog[found]))
     scratch_parent = journal.parent if journal is not None else Path(tempfile.gettempdir())
     scratch_parent.mkdir(parents=True, exist_ok=True)
     _stale_job_folders(scratch_parent)
@@ -143,15 +146,18 @@ def grade_folder(
     hidden_digest = digest_files(sorted(Path(hidden_tests).glob("*.py"))) if hidden_tests else ""
     done = read_journal(journal)
     todo = []
-    key = case_key() if pending and seeds else ""  # no hidden cases (a student's own check): no key needed
+    # Two different things, kept under two names: the instructor's secret that keys every job's hidden
+    # cases (the same for the whole batch), and each job's journal key (a hash of what its result
+    # depends on, which a student can compute for their own file: never a secret).
+    secret = case_key() if pending and seeds else ""  # no hidden cases (a student's own check): no key needed
     for index, sub, entry in pending:
-        job = make_job(sub, entry, limits, seeds, hidden_tests, job_dir / f"result{index}.json", secrets, key)
-        key = job_key(job, hidden_digest)
-        if key in done:
-            results[index] = SubmissionResult.from_json(dict(done[key]))
+        job = make_job(sub, entry, limits, seeds, hidden_tests, job_dir / f"result{index}.json", secrets, secret)
+        entry_key = job_key(job, hidden_digest)
+        if entry_key in done:
+            results[index] = SubmissionResult.from_json(dict(done[entry_key]))
             run.resumed += 1
         else:
-            todo.append((index, job, key))
+            todo.append((index, job, entry_key))
     bar = tqdm(total=len(submissions), desc="grading", unit="submission", disable=not progress)
     bar.update(len(submissions) - len(todo))
     pool = WorkerPool(min(jobs, len(todo)) or 1, str(job_dir))

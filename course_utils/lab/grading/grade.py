@@ -16,8 +16,8 @@ A failure on a hidden case (any but the public ones) reaches the student as ``hi
 failed`` with the matched mistake's hint (``feedback.py``); the full text is the row's ``detail``, and
 the bank mistake matched, on any case, its ``mistake`` (the class report counts them).
 
-Statuses (``status.Status``) per exercise: ``ok`` (graded: pass, fail or not attempted; see the
-feedback), ``not_defined``, ``uses_reference``, ``timeout``, ``kernel_died``, ``probe_failed``; per
+Statuses (``status.Status``) per exercise: ``ok`` (graded: pass or fail; see the feedback),
+``not_attempted``, ``not_defined``, ``uses_reference``, ``timeout``, ``kernel_died``, ``probe_failed``; per
 submission, ``total_timeout`` when a graded call timed out with the submission's total time spent.
 
 Leaves out: finding submissions and writing the gradebook (``folder.py``, ``gradebook.py``).
@@ -34,6 +34,7 @@ import nbformat
 
 from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
 from course_utils.lab.grading.uses_reference import is_course_code, reference_codes
+from course_utils.lab.grading.cells import blame_course
 from course_utils.lab.grading.feedback import describe_cell, hidden_failure, matched_hint
 from course_utils.lab.grading.hidden import HiddenTests
 from course_utils.lab.grading.kernel import KernelDied, ProbeTimeout, SubmissionKernel
@@ -89,8 +90,15 @@ def _failed(name: str, max_points: float, ex: Exercise, case, outcome: Outcome, 
     mistake = mistake if own else ""
     if not k:
         return ExerciseResult(name, 0, max_points, Status.OK, full, mistake=mistake)
-    text = hidden_failure(k, n, hint, outcome if outcome.error_type is not None else None)
+    text = hidden_failure(k, n, hint, outcome if outcome.error_type is not None else None, ex.expected_name)
     return ExerciseResult(name, 0, max_points, Status.OK, text, detail=full, mistake=mistake)
+
+
+def _instructor_fault(name: str, max_points: float, k: int, n: int, exc: Exception, where: str) -> ExerciseResult:
+    """An instructor's test that raised (not an ``AssertionError``) on this answer: that hidden test failed;
+    what it raised is for the instructor only (``detail``)."""
+    detail = f"the instructor's test raised {type(exc).__name__}: {str(exc)[:200]}{where}"
+    return ExerciseResult(name, 0, max_points, Status.OK, hidden_failure(k, n), detail)
 
 
 def grade_exercise(
@@ -145,13 +153,19 @@ def grade_exercise(
                 try:
                     outcome = _outcome(ex, proxy, case)
                     status, message = _judge(ex, case, outcome)
+                except (NotDefined, ProbeFailed):
+                    raise
+                except Exception as exc:  # an instructor's exercise whose own run fails on this answer
+                    if own:
+                        raise
+                    return _instructor_fault(name, max_points, k, n, exc, f" [{label}]")
                 except ProbeTimeout as exc:
                     where = f"hidden case {k} of {n}" if k else f"case: {case.label}"
                     full = f"`{fn_name}` {exc} (case: {case.label})"
                     return ExerciseResult(name, 0, max_points, Status.TIMEOUT, f"`{fn_name}` {exc} ({where})", full)
                 tested += 1
                 if status == NOT_ATTEMPTED:
-                    return ExerciseResult(name, 0, max_points, Status.OK, "not attempted")
+                    return ExerciseResult(name, 0, max_points, Status.NOT_ATTEMPTED, "not attempted")
                 if status != PASSED:
                     return _failed(name, max_points, ex, case, outcome, message, label, k, n, own)
         proxy = make_proxy(fn_name, None, watch)
@@ -166,12 +180,16 @@ def grade_exercise(
                 return ExerciseResult(name, 0, max_points, Status.TIMEOUT, hidden_text, text + where)
             except StudentRaised as exc:
                 if exc.error_type == "NotImplementedError":
-                    return ExerciseResult(name, 0, max_points, Status.OK, "not attempted")
-                text = hidden_failure(k, n, outcome=_raised(exc))
+                    return ExerciseResult(name, 0, max_points, Status.NOT_ATTEMPTED, "not attempted")
+                text = hidden_failure(k, n, outcome=_raised(exc), function=fn_name)
                 return ExerciseResult(name, 0, max_points, Status.OK, text, _raised(exc).describe_error() + where)
             except AssertionError as exc:
                 text = hidden_failure(k, n)
                 return ExerciseResult(name, 0, max_points, Status.OK, text, f"{exc or 'assertion failed'}{where}")
+            except (NotDefined, ProbeFailed):
+                raise
+            except Exception as exc:  # e.g. an allclose on a wrongly shaped answer: this test fails, no more
+                return _instructor_fault(name, max_points, k, n, exc, where)
             tested += 1
     except NotDefined:
         return ExerciseResult(
@@ -239,13 +257,15 @@ async def grade_notebook(
     hidden: HiddenTests,
     files: dict[str, str],
     secrets: list[str] = (),
+    course: frozenset = frozenset(),
 ) -> tuple[str, list[ExerciseResult], list[str]]:
     """Run ``nb`` in a fresh sandboxed kernel and grade it: (status, per-exercise results, notes).
 
-    ``secrets``: grader folders the kernel must not see even if they lie under a folder it reads."""
+    ``secrets``: grader folders the kernel must not see even if they lie under a folder it reads;
+    ``course``: digests of the cells an error in which is the course's (``cells.blame_course``)."""
     async with SubmissionKernel(limits, secrets) as kernel:
         watch = sorted({registry[name].expected_name for name in points if name in registry})
-        problems = await kernel.run_notebook(nb, watch)
+        problems = blame_course(await kernel.run_notebook(nb, watch), nb, course)
         loop = asyncio.get_running_loop()
         dead = next((describe_cell(p) for p in problems if p.kind == "kernel_died"), None)
 

@@ -1,7 +1,7 @@
 """Write the gradebook: a CSV, one feedback file per student, and a closing summary line.
 
-The CSV (the instructor's) has one row per (submission, exercise), a ``missing`` row per notebook
-of the assignment a student did not hand in, and one ``TOTAL`` row per student out of the whole
+The CSV (the instructor's) has one row per (submission, exercise), a ``missing`` row per notebook of
+the assignment a student did not hand in, and one ``TOTAL`` row per student out of the whole
 assignment's points (``totals.py``: the best submission of each notebook counts), with columns
 ``student, submission, notebook, exercise, points, max_points, status, feedback, feedback_file``;
 its ``feedback`` is the full text, hidden cases included. Feedback files (the students') go to
@@ -9,15 +9,18 @@ its ``feedback`` is the full text, hidden cases included. Feedback files (the st
 name with odd characters replaced (names that clash get ``-2``, ``-3``); they follow the feedback
 policy (``feedback.py``: no hidden input or value unless ``release_hidden``) and list each
 submission's problems, the very ones the summary counts. ``<csv stem>_canvas.csv`` holds the same
-totals for Canvas. All are written to temporary paths first and moved into place with
-``os.replace`` / a rename, so a crash never leaves half a gradebook. Cells that a spreadsheet would
-run as a formula (starting with ``=``, ``+``, ``-``, ``@``) get a leading apostrophe.
+totals for Canvas (``canvas.py``, matched to a roster if given). All are written to temporary paths
+first and moved into place with ``os.replace`` / a rename, so a crash never leaves half a gradebook.
+Cells that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, after
+spaces or a tab too) get a leading apostrophe (``canvas.guard``).
 
 Everything a student can influence (names, file names, exception messages, printed output) goes
 through ``one_line`` first: control and invisible formatting characters (terminal escapes, bidi
 overrides) are removed and line breaks become ``⏎``, so no text can start a new CSV record, a new
 Markdown line, a heading or another student's section; in the Markdown, ``<`` and ``[`` are
-escaped too (no raw HTML, no links), and code fences are broken up.
+escaped too (no raw HTML, no links) outside code spans (where Markdown shows a
+backslash as it is), code fences are broken up, and a comparison's place such as ``reference[0]`` is
+said in words (``readable_where``).
 
 Leaves out: grading (``folder.py``).
 """
@@ -33,10 +36,11 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
+from course_utils.lab.grading.canvas import canvas_export, guard, write_canvas
 from course_utils.lab.grading.feedback import problems
 from course_utils.lab.results import SubmissionResult
 from course_utils.lab.status import Status
-from course_utils.lab.grading.totals import StudentTotal, canvas_rows, result_points, student_totals
+from course_utils.lab.grading.totals import StudentTotal, result_points, student_totals
 
 COLUMNS = [
     "student",
@@ -58,14 +62,39 @@ def one_line(text) -> str:
     return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
 
 
+_WHERE = re.compile(r"(?<=[A-Za-z0-9])((?:\[(?:-?\d+|'[^'\]]{0,40}')\])+)(?=[:,;)]|\s|$)")
+_CODE = re.compile(r"(`+)(.+?)\1")
+
+
+def readable_where(text: str) -> str:
+    """A comparison's place in words: ``'differ from the reference[0][2]: ...'`` ->
+    ``'differ from the reference (in item 0, then item 2 of the answer): ...'``."""
+
+    def words(match: re.Match) -> str:
+        parts = re.findall(r"\[(-?\d+|'[^']*')\]", match.group(1))
+        said = [f"item {p}" if not p.startswith("'") else f"key {p}" for p in parts]
+        return f" (in {', then '.join(said)} of the answer)"
+
+    return _WHERE.sub(words, text)
+
+
+def _md_plain(text: str) -> str:
+    return readable_where(text).replace("\\", "\\\\").replace("<", "&lt;").replace("[", "\\[")
+
+
 def _md(text) -> str:
-    text = one_line(text).replace("\\", "\\\\").replace("<", "&lt;").replace("[", "\\[")
-    return text.replace("```", "`\u200b``")
+    """Student-influenced text as one line of Markdown: escaped outside code spans, code spans kept as
+    they are (Markdown shows a backslash in a code span literally), fences broken up."""
+    text = one_line(text).replace("```", "`\u200b``")
+    out, last = [], 0
+    for match in _CODE.finditer(text):
+        out += [_md_plain(text[last : match.start()]), match.group(0)]
+        last = match.end()
+    return "".join(out + [_md_plain(text[last:])])
 
 
 def _cell(text: str) -> str:
-    text = one_line(text)
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    return guard(one_line(text))
 
 
 def _num(value: float) -> str:
@@ -122,7 +151,8 @@ def csv_rows(
             best = _num(assignment[notebook])
             rows.append([student, "", notebook, "", "0", best, Status.MISSING, "no submission", files[student]])
         mine = [r for r in results if r.student == student]
-        bad = sorted({r.status for r in mine if r.status != Status.OK} | ({Status.MISSING} if total.missing else set()))
+        counted = {r.status for r in mine if r.notebook in assignment}  # a stray file is listed, not counted
+        bad = sorted({s for s in counted if s != Status.OK} | ({Status.MISSING} if total.missing else set()))
         rows.append(
             [
                 student,
@@ -194,10 +224,14 @@ def write_gradebook(
     out_csv: Path,
     assignment: dict[str, float] | None = None,
     release_hidden: bool = False,
+    roster: dict | None = None,
+    notes: list[str] | None = None,
 ) -> Path:
     """Write the CSV, the feedback folder and the Canvas CSV atomically; return the feedback folder.
 
-    ``assignment``: ``{notebook: points}`` the totals are out of (default: the notebooks graded)."""
+    ``assignment``: ``{notebook: points}`` the totals are out of (default: the notebooks graded);
+    ``roster``: ``canvas.read_roster``'s, to fill Canvas's IDs; what the Canvas export matched and left
+    out is appended to ``notes``."""
     out_csv = Path(out_csv)
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     assignment = assignment_of(results) if assignment is None else assignment
@@ -221,8 +255,10 @@ def write_gradebook(
         raise
     rows = [COLUMNS] + csv_rows(results, files, assignment)
     write_atomic(out_csv, lambda handle: csv.writer(handle).writerows(rows))
-    canvas = [[_cell(v) for v in row] for row in canvas_rows(totals, assignment)]
-    write_atomic(out_csv.with_name(out_csv.stem + "_canvas.csv"), lambda handle: csv.writer(handle).writerows(canvas))
+    canvas = canvas_export(totals, assignment, roster)
+    write_canvas(out_csv.with_name(out_csv.stem + "_canvas.csv"), canvas, write_atomic)
+    if notes is not None:
+        notes += canvas.notes(roster is not None)
     return feedback_dir
 
 

@@ -28,10 +28,13 @@ def digest_files(paths: list[Path]) -> str:
 
 
 def job_key(job: dict, hidden_digest: str) -> str:
-    """What a result depends on, hashed: the file's bytes, the notebook, points, limits, seeds, tests."""
+    """What a result depends on, hashed: the file's bytes, the notebook, points, limits, seeds, tests and
+    the hidden cases' secret (``case_key``, hashed)."""
     parts = {k: job[k] for k in ("rel", "student", "notebook", "points", "limits", "seeds")}
     parts["file"] = digest_files([Path(job["path"])])
     parts["hidden"] = hidden_digest
+    # the secret keys the hidden cases, so a result depends on it; only its hash enters the journal
+    parts["case_key"] = hashlib.sha256(str(job.get("case_key", "")).encode()).hexdigest()
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 

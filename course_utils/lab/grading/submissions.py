@@ -12,18 +12,17 @@ with a warning (``distinct_students``). A file is read only up to ``MAX_NOTEBOOK
 only if it nests at most ``MAX_JSON_DEPTH`` levels (``limits.py``): anything else is ``unreadable``.
 nbformat 3 notebooks are upgraded to version 4 and graded.
 
-A submission is matched to a course notebook by file name (``00_welcome.ipynb``), else by the
-exercise names in its metadata, else by which exercise functions its code defines. Points always
+Which course notebook a submission is (by file name, metadata or the functions it defines) is
+told by ``identify.py``, in bounded time. Points always
 come from the course's own notebooks (the ``--source`` folder), never from the submission, whose
 metadata a student can edit.
 
-Leaves out: running and grading (``grade.py``, ``folder.py``).
+Leaves out: identifying (``identify.py``), running and grading (``grade.py``, ``folder.py``).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 import unicodedata
 from dataclasses import dataclass, replace
@@ -33,6 +32,7 @@ import nbformat
 
 from course_utils.checks import all_exercises
 from course_utils.lab.grading.bounded import loads_bounded
+from course_utils.lab.grading.cells import course_cells
 from course_utils.lab.limits import MAX_JSON_DEPTH, MAX_NOTEBOOK_BYTES
 from course_utils.lab.status import Status
 
@@ -50,13 +50,15 @@ class Submission:
 
 @dataclass(frozen=True)
 class CourseNotebook:
-    """A course notebook's name, its exercises' points, the names its exercises define, and the time its
-    longest cell needs in a grader's kernel (0: the grader's ``--timeout`` is enough)."""
+    """A course notebook's name, its exercises' points, the names its exercises define, the time its
+    longest cell needs in a grader's kernel (0: the grader's ``--timeout`` is enough), and the digests of
+    its course cells (``cells.course_cells``: cells no student writes, an error in which is the course's)."""
 
     name: str
     points: dict
     functions: frozenset
     cell_seconds: float = 0.0
+    course_cells: frozenset = frozenset()
 
 
 def default_source() -> Path:
@@ -83,7 +85,7 @@ def course_catalog(source: Path) -> dict[str, CourseNotebook]:
             raise ValueError(
                 f"{path.name}: course.grading_cell_timeout_s must be seconds in [0, 3600], got {seconds!r}"
             )
-        catalog[path.name] = CourseNotebook(path.name, points, names, float(seconds))
+        catalog[path.name] = CourseNotebook(path.name, points, names, float(seconds), course_cells(nb, names))
     if not catalog:
         raise ValueError(f"source {source} holds no .ipynb notebooks")
     return catalog
@@ -219,24 +221,3 @@ def read_submission(path: Path) -> tuple[nbformat.NotebookNode | None, str]:
     except Exception as exc:  # nbformat raises several unrelated types for bad input
         return None, f"not a notebook ({type(exc).__name__}: {str(exc)[:150]})"
     return nb, ""
-
-
-def _defines(nb: nbformat.NotebookNode, name: str) -> bool:
-    pattern = re.compile(rf"^\s*(def|class)\s+{re.escape(name)}\b", re.MULTILINE)
-    return any(c.cell_type == "code" and pattern.search(c.source) for c in nb.cells)
-
-
-def identify(sub: Submission, nb: nbformat.NotebookNode | None, catalog: dict[str, CourseNotebook]) -> str | None:
-    """The course notebook ``sub`` is a copy of, or ``None``: by file name, then metadata, then code."""
-    if sub.path.name in catalog:
-        return sub.path.name
-    if nb is None:
-        return None
-    claimed = set(nb.metadata.get("course", {}).get("exercises", {}) or {})
-    by_metadata = [name for name, entry in catalog.items() if claimed and set(entry.points) == claimed]
-    if len(by_metadata) == 1:
-        return by_metadata[0]
-    by_code = [
-        name for name, entry in catalog.items() if entry.functions and all(_defines(nb, fn) for fn in entry.functions)
-    ]
-    return by_code[0] if len(by_code) == 1 else None

@@ -7,14 +7,8 @@ their submissions of it (0, status ``missing``, when there is none), out of the 
 assignment's points; a submission of a notebook outside the assignment is graded and listed but
 not counted.
 
-``canvas_rows`` gives the same totals in Canvas's gradebook import format: the columns
-``Student, ID, SIS User ID, SIS Login ID, Section``, then one column per notebook of the
-assignment (a Canvas assignment each, named by the notebook's file stem), a ``Points Possible``
-row first. Canvas matches rows to its students by ``ID`` or ``SIS User ID`` when given, else by
-``SIS Login ID``: the submission folder's name goes into ``Student`` and ``SIS Login ID``, so name
-the folders by login (or fill ``ID`` from Canvas's own export) before importing.
-
-Leaves out: grading (``folder.py``) and the other files written (``gradebook.py``).
+Leaves out: grading (``folder.py``), the files written (``gradebook.py``) and Canvas's CSV
+(``canvas.py``).
 """
 
 from __future__ import annotations
@@ -22,9 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from course_utils.lab.results import SubmissionResult
-
-CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-
 
 def assignment_points(catalog: dict, names: str | None) -> dict[str, float]:
     """``{notebook: its points}`` for the notebooks named in ``names`` (comma-separated, ``.ipynb``
@@ -88,12 +79,3 @@ def student_totals(results: list[SubmissionResult], assignment: dict[str, float]
         total.points = sum(total.scores.values())
         total.max_points = sum(assignment.values())
     return totals
-
-
-def canvas_rows(totals: dict[str, StudentTotal], assignment: dict[str, float]) -> list[list[str]]:
-    """The Canvas gradebook CSV's rows (header first): one column per assignment notebook."""
-    stems = [nb.removesuffix(".ipynb") for nb in assignment]
-    rows = [CANVAS_COLUMNS + stems, ["Points Possible", "", "", "", ""] + [f"{p:g}" for p in assignment.values()]]
-    for total in totals.values():
-        rows.append([total.student, "", "", total.student, ""] + [f"{total.scores[nb]:g}" for nb in assignment])
-    return rows

@@ -56,6 +56,7 @@ def run_job(job: dict) -> SubmissionResult:
             hidden,
             exercise_files(),
             job.get("secrets", []),
+            frozenset(job.get("course_cells", [])),
         )
     )
     result.status, result.exercises, result.notes = status, rows, notes
