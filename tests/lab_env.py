@@ -12,6 +12,7 @@ module named 'transformers'``, or ``None`` when every cell ran.
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -64,7 +65,8 @@ def run_in_lab_env(path: Path, cwd: Path | None = None) -> str | None:
     client = CourseNotebookClient(nb, km=km, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT_S,
                                   resources={"metadata": {"path": str(cwd or path.parent)}})
     try:
-        client.execute()
+        with ThreadPoolExecutor(1) as pool:  # a thread of its own: beside the browser tests, Playwright keeps an
+            pool.submit(client.execute).result()  # event loop running in this worker's main thread
     except CellExecutionError as error:
         for number, cell in enumerate(nb.cells, start=1):
             if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):

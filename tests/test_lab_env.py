@@ -19,7 +19,7 @@ TEST_ONLY = ("pytest", "nbval", "jupytext", "transformers", "tokenizers", "playw
 
 
 @pytest.mark.slow
-def test_the_lab_env_has_the_courses_packages_and_no_test_extras():
+def test_the_lab_env_holds_venvs_torch_build_and_no_test_extras():
     probe = ("import importlib.util, json, torch; "
              f"print(json.dumps([torch.__version__, [m for m in {TEST_ONLY!r} if importlib.util.find_spec(m)]]))")
     found = subprocess.run([str(lab_python()), "-c", probe], capture_output=True, text=True, check=True)
