@@ -60,6 +60,7 @@ def _first_line(source: str) -> str:
 def run_in_lab_env(path: Path, cwd: Path | None = None) -> str | None:
     """Run every cell of the notebook at ``path`` (in ``cwd``, default its folder) in the lab environment;
     the first error as one line, or ``None``."""
+    lab_python()  # skips (or fails) here, in the test's own thread, where the environment is missing
     nb = nbformat.read(str(path), as_version=4)
     km = SlicedKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_LabEnvSpecs())
     client = CourseNotebookClient(nb, km=km, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT_S,
