@@ -6,8 +6,11 @@ BIN    := $(VENV)/bin
 PORT   ?= 8888
 # JupyterLab refuses to run as root unless told; only pass the flag when we are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# lab-settings/overrides.json: JupyterLab's defaults for the course, no "official Jupyter news?" toast and no
+# update check (a student's own settings still win).
+LAB_SETTINGS := --LabApp.app_settings_dir="$(CURDIR)/lab-settings"
 
-.PHONY: setup setup-test lab solutions test test-fast notebooks release clean
+.PHONY: setup setup-test lab-env lab solutions test test-fast notebooks release clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; set PYTHON=python3.x")'
@@ -36,24 +39,38 @@ $(HUB_PROXY):
 setup: $(VENV)/.installed
 setup-test: $(VENV)/.installed-test $(HUB_PROXY)
 
+# The environment `make lab` builds, built again for the tests beside .venv (git-ignored): `make setup` with
+# VENV=$(LAB_ENV), so no test extras, after the torch version .venv holds (without its +local label, so a
+# CPU build stays CPU, as .ci/run installs it). tests/test_lab_env.py runs every notebook in it.
+LAB_ENV ?= .venv-lab
+TORCH_OF_VENV = $$($(BIN)/python -c 'import torch; print(torch.__version__.split("+")[0])')
+
+$(LAB_ENV)/.lab-env: $(VENV)/.installed pyproject.toml requirements-data.txt
+	$(MAKE) --no-print-directory $(LAB_ENV)/.python-ok VENV=$(LAB_ENV)
+	$(LAB_ENV)/bin/python -m pip install --disable-pip-version-check -q "torch==$(TORCH_OF_VENV)"
+	$(MAKE) --no-print-directory setup VENV=$(LAB_ENV)
+	@touch $@
+
+lab-env: $(LAB_ENV)/.lab-env
+
 # The student's course: their own copy in notebooks/student/ (git-ignored), made on first use and never
 # overwritten afterwards (`course-lab update` adds new notebooks beside theirs and says what it left alone).
 # LabApp.default_url makes both the browser and the printed link open 00_welcome, not the Launcher.
 lab: setup
 	$(BIN)/course-lab update --source notebooks --folder notebooks/student
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) \
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_SETTINGS) \
 		--LabApp.default_url=/lab/tree/student/00_welcome.ipynb
 
 # The instructor's course: the solution notebooks, every output stored.
 solutions: setup
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) \
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_SETTINGS) \
 		--LabApp.default_url=/lab/tree/00_welcome.ipynb
 
 # Two workers (pytest-xdist): each notebook and the browser tests stay whole on one worker (conftest.py).
 TEST_WORKERS ?= 2
 
-test: setup-test
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+test: setup-test lab-env
+	COURSE_LAB_ENV=$(LAB_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The quick loop while editing: no notebooks (nbval), no browser, nothing marked slow.
 test-fast: setup-test
@@ -88,4 +105,4 @@ release: setup
 	$(BIN)/course-lab release --out student
 
 clean:
-	rm -rf $(VENV) student .pytest_cache .hub
+	rm -rf $(VENV) $(LAB_ENV) student .pytest_cache .hub

@@ -162,3 +162,31 @@ def test_hint_levels_and_names_are_validated():
         hint(name, 99)
     with pytest.raises(ValueError, match="level must be an int"):
         hint(name, 0)
+
+
+def test_a_misspelt_exercise_name_gets_a_did_you_mean():
+    with pytest.raises(ValueError, match=r"did you mean hint\('stable_softmax'\)"):  # the closest first
+        hint("stable_sofmax")
+    with pytest.raises(ValueError, match=r"did you mean hint\('stable_softmax'\)"):
+        hint("Stable_Softmax ")
+    with pytest.raises(ValueError, match=r"did you mean hint\('causal_mask'\)"):
+        hint("casual_mask")
+
+    def stable_softmax(x):  # the student's function passed instead of its name
+        return x
+
+    with pytest.raises(ValueError, match=r"a string.*did you mean hint\('stable_softmax'\)"):
+        hint(stable_softmax)
+    with pytest.raises(ValueError, match="known: ") as nothing_close:
+        hint("zzzz")
+    assert "did you mean" not in str(nothing_close.value)
+
+
+@pytest.mark.parametrize("level, meant", [(99, "last"), (0, 1), (-3, 1), ("2", 2), (2.0, 2), (None, 1), (True, 1)])
+def test_a_bad_hint_level_gets_a_did_you_mean(level, meant):
+    name = "stable_softmax"
+    top = len(EXERCISES[name].hints)
+    meant = top if meant == "last" else meant
+    with pytest.raises(ValueError, match=rf"from 1 to {top} .*did you mean hint\('{name}', {meant}\)\?"):
+        hint(name, level)
+    assert hint(name, meant).level == meant  # and what it suggests is a hint that exists

@@ -96,6 +96,13 @@ def test_gpt2_small_is_the_published_count():
     assert count_parameters(counting.GPT2_SMALL)["total"] == 124_439_808
 
 
+def test_gpt2_small_has_the_sizes_of_transformers_gpt2_defaults():
+    # notebook 05 prints GPT-2 small's width and heads from GPT2_SMALL (transformers is a test-only oracle)
+    hf, ours = transformers.GPT2Config(), counting.GPT2_SMALL
+    assert (ours.d_model, ours.n_heads, ours.d_head, ours.n_layers, ours.d_vocab, ours.n_ctx) == (
+        hf.n_embd, hf.n_head, hf.n_embd // hf.n_head, hf.n_layer, hf.vocab_size, hf.n_positions)
+
+
 def test_gpt3_shaped_gpt2_matches_the_strict_count_and_builds_without_memory():
     model = _gpt2_model(counting.GPT3_175B)
     assert next(model.parameters()).device.type == "meta"

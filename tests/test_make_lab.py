@@ -83,10 +83,24 @@ def test_make_lab_serves_the_students_welcome_notebook(tmp_path):
     assert "up to date" in again.stdout
     assert "my own note" in (tmp_path / "notebooks/student/00_welcome.ipynb").read_text()
 
-    with served_student_course(tmp_path) as (port, _, log):
+    with served_student_course(tmp_path) as (port, token, log):
         # the link printed for the student (and opened in the browser) is the notebook, not the Launcher
         assert f"127.0.0.1:{port}/lab/tree/student/00_welcome.ipynb?token=" in log.read_text()
+        # no "official Jupyter news?" toast: the server hands JupyterLab the course's default for it
+        url = f"http://127.0.0.1:{port}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={token}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            defaults = json.load(response)["schema"]["properties"]
+        assert (defaults["fetchNews"]["default"], defaults["checkForUpdates"]["default"]) == ("false", False)
     assert "my own note" in (tmp_path / "notebooks/student/00_welcome.ipynb").read_text()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("target", ["lab", "solutions"])
+def test_make_lab_and_solutions_turn_off_jupyterlabs_news_toast(target):
+    (serve,) = [line for line in _recipe(target, 8888) if "jupyter lab" in line]
+    (folder,) = [a.split("=", 1)[1] for a in shlex.split(serve) if a.startswith("--LabApp.app_settings_dir=")]
+    overrides = json.loads((Path(folder) / "overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false", "checkForUpdates": False}
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

@@ -68,3 +68,34 @@ def test_stored_notebooks_show_faces_never_a_widget_repr(notebook):
         assert not re.match(r"[HV]Box\(children=", plain), f"{name} cell {index} stores a widget repr: {plain[:60]}"
         if FACE_CLASS in html:
             assert WIDGET_VIEW not in data, f"{name} cell {index}: a face must be stored alone (no widget view)"
+
+
+def _face_settings(face: str) -> str:
+    return re.search(r"shown as it starts \(([^)]*)\)", face).group(1)
+
+
+def test_a_choice_shows_its_label_not_the_index_it_holds():
+    from course_utils.toy_models import ToyModel
+    from course_utils.viz.mlp_superposition import sparsity_explorer
+
+    box = sparsity_explorer(ToyModel(3, 5, 2, sparsity=[0.0, 0.5, 0.9], seed=0))
+    assert _face_settings(_bundle(box)["text/html"]) == "sparsity = 0.900"  # the slider holds index 2
+    next(w for w in box.children if isinstance(w, widgets.SelectionSlider)).value = 0
+    assert _face_settings(_bundle(box)["text/html"]) == "sparsity = 0.000"
+
+
+def test_the_head_viewers_dropdowns_read_as_their_labels():
+    import torch
+
+    from course_utils.viz.head_viewer import attention_viewer
+
+    patterns = [torch.full((2, 3, 3), 1 / 3), torch.full((2, 3, 3), 1 / 3)]
+    assert _face_settings(_bundle(attention_viewer(patterns, ["a", "b", "c"]))["text/html"]) == "layer 0; head 0; query = 2"
+
+
+def test_notebook_06_stored_face_reads_the_sparsity_its_readout_and_figure_show():
+    faces = [html for name, _, data in _stored_outputs() if name == "06_mlp_superposition"
+             for html in ["".join(data.get("text/html", ""))] if FACE_CLASS in html]
+    (face,) = [f for f in faces if "sparsity = " in f]
+    shown = re.fullmatch(r"sparsity = ([0-9.]+)", _face_settings(face)).group(1)
+    assert f"sparsity S = {shown}<br>" in face  # the readout of the instance the figure draws

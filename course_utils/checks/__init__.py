@@ -15,6 +15,7 @@ code).
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 
@@ -102,13 +103,38 @@ def hint(name: str, level: int = 1) -> Hint:
     """Hint ``level`` for exercise ``name``: ``hint("stable_softmax")`` is the gentlest, then 2, 3...
 
     Hints are progressive and never contain the solution's code (``course-lab release`` refuses a
-    notebook whose hints do).
+    notebook whose hints do). A misspelt name or a level out of range is a ``ValueError`` that says
+    what was probably meant: ``hint("stable_sofmax")`` -> "did you mean hint('stable_softmax')?".
     """
     exercises = all_exercises()
     if not isinstance(name, str) or name not in exercises:
-        raise ValueError(
-            "name must be an exercise name such as 'stable_softmax'; known: "
-            f"{', '.join(sorted(exercises))}; got {name!r}"
-        )
+        raise ValueError(_unknown_name(name, exercises))
     exercise = exercises[name]
+    top = max(1, len(exercise.hints))
+    if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= top:
+        raise ValueError(
+            f"level must be an int from 1 to {top} for `{name}`, got {level!r}: "
+            f"did you mean hint({name!r}, {_nearest_level(level, top)})?"
+        )
     return Hint(name, level, len(exercise.hints), exercise.hint(level))
+
+
+def _unknown_name(name, exercises: dict[str, Exercise]) -> str:
+    """The error for a name that is no exercise, with the closest names (``difflib``) as suggestions."""
+    wanted = getattr(name, "__name__", name)  # hint(stable_softmax): the function instead of its name
+    close = difflib.get_close_matches(wanted.strip().lower(), exercises, n=3) if isinstance(wanted, str) else []
+    if wanted in exercises:
+        close = [wanted]
+    start = f"name must be an exercise name (a string) such as 'stable_softmax', got {name!r}"
+    if close:
+        return f"{start}: did you mean " + " or ".join(f"hint({c!r})" for c in close) + "?"
+    return f"{start}; known: {', '.join(sorted(exercises))}"
+
+
+def _nearest_level(level, top: int) -> int:
+    """The level a bad ``level`` most likely meant, within 1..top: ``"2"`` -> 2, 5 of 3 -> 3, 0 -> 1."""
+    try:
+        number = round(float(level))
+    except (TypeError, ValueError, OverflowError):
+        return 1
+    return min(max(number, 1), top)

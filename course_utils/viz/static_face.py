@@ -22,6 +22,7 @@ import ipywidgets as widgets
 FACE_CLASS = "course-static-face"
 PLAIN_TEXT = "Interactive course widget: run the cell to use it."
 _MAX_CONTROLS = 12
+_CHOICES = (widgets.Dropdown, widgets.SelectionSlider, widgets.RadioButtons, widgets.ToggleButtons, widgets.Select)
 
 
 def _descendants(widget: widgets.Widget) -> Iterator[widgets.Widget]:
@@ -35,10 +36,17 @@ def _with_class(box: widgets.Widget, css_class: str) -> list[widgets.Widget]:
 
 
 def _setting(control: widgets.Widget) -> str | None:
+    """``"name = value"`` as the control shows it: a choice (a dropdown, a selection slider) by its label,
+    since its value may be an index (06's sparsity slider holds 11 and shows 0.990); a label that already
+    starts with the name stands alone (``"layer 0"``, not ``"layer = layer 0"``)."""
     name = getattr(control, "description", "")
     if not name or isinstance(control, widgets.ToggleButton):
         return None
     value = getattr(control, "value", None)
+    if isinstance(control, _CHOICES) and control.label is not None:
+        if control.label.startswith(f"{name} "):
+            return html.escape(control.label)
+        value = control.label
     if isinstance(value, str) and len(value) > 40:
         value = value[:40] + "…"
     return f"{html.escape(str(name))} = {html.escape(str(value))}"

@@ -307,15 +307,14 @@ print(f"projections = 8·n·d² = {8 * n_ctx * d_model**2:,};  attention = 4·n�
 
 # %% [markdown]
 # Eight heads of 64 dimensions get eight independent patterns for the price of one 512-dimensional
-# pattern. GPT-2 small cuts its width the same way; its configuration (built here from `transformers`,
-# nothing downloaded) says how:
+# pattern. GPT-2 small cuts its width the same way; the course's record of its sizes
+# (`course_utils.counting.GPT2_SMALL`, which the tests compare with `transformers`' GPT-2 defaults) says how:
 
 # %%
-from transformers import GPT2Config
+from course_utils.counting import GPT2_SMALL as gpt2
 
-gpt2 = GPT2Config()  # GPT-2 small's defaults
-print(f"GPT-2 small: d_model = {gpt2.n_embd}, n_heads = {gpt2.n_head}, d_head = {gpt2.n_embd // gpt2.n_head}; "
-      f"{gpt2.n_head} × {gpt2.n_embd // gpt2.n_head} = {gpt2.n_head * (gpt2.n_embd // gpt2.n_head)}")
+print(f"GPT-2 small: d_model = {gpt2.d_model}, n_heads = {gpt2.n_heads}, d_head = {gpt2.d_head}; "
+      f"{gpt2.n_heads} × {gpt2.d_head} = {gpt2.n_heads * gpt2.d_head}")
 
 # %% [markdown]
 # The same count at GPT-3's size: $d_\text{model}$ = 12,288 cut into 96 heads of 128, and 96 layers

@@ -104,7 +104,8 @@
 # sampling (04), heads (05), the MLP (06). In this notebook you put them into one decoder-only model
 # of your own, write the code that trains it on the course's Shakespeare and start the run on a CPU,
 # then generate text with and without a KV cache, look inside the trained model's heads, and see that
-# the same code runs GPT-2 small.
+# the same class has GPT-2 small's shape and takes GPT-2's tensors once your code converts them (offline,
+# tensors of GPT-2's shapes filled at random: GPT-2's real weights are a download this notebook never runs).
 #
 # You write most of it: **19 exercises, 43 points, about 270 minutes in all.** Each heading gives
 # its share.
@@ -116,7 +117,7 @@
 #    bigram baseline, and your GPT trained by your own code
 # 4. Generation: greedy, temperature, top-k, top-p, and a KV cache
 # 5. Inside the trained model: a head with a name, and what removing it costs
-# 6. GPT-2 small in the same class, its weights loaded by your code
+# 6. GPT-2 small's shape in the same class, and your code that converts GPT-2's tensors into it
 
 # %%
 import math
@@ -1431,9 +1432,11 @@ for claim in verdicts[0]:
 # tokens, 1,024 positions, tied embeddings, the tanh GELU. `course_utils.gpt2_weights` maps Hugging
 # Face's GPT-2 tensors onto ours (its `Conv1D` weights are stored input × output, and `c_attn` holds
 # Q, K and V side by side, so a reshape gives our per-head `W_Q`, `W_K`, `W_V`); the exercise below
-# has you write that mapping. The test suite builds a random `GPT2LMHeadModel` from a `transformers`
-# config, loads it into the course model and into this notebook's `SmallGPT`, and requires the same
-# logits to within 1e-5.
+# has you write that mapping. Nothing here is downloaded, so GPT-2's real weights are not loaded: the
+# cell below builds GPT-2's shape on the `meta` device (no memory, no values), and the check converts
+# random tensors of GPT-2's shapes. The test suite builds a random `GPT2LMHeadModel` from a
+# `transformers` config, loads it into the course model and into this notebook's `SmallGPT`, and
+# requires the same logits to within 1e-5.
 
 # %%
 from course_utils.gpt2_weights import gpt2_small_config
