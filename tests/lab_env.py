@@ -2,29 +2,33 @@
 (`make lab-env`: `make setup VENV=.venv-lab`, no test extras) and names it in ``COURSE_LAB_ENV``.
 
 ``lab_python()`` is its interpreter (the test skips where it was not built, and fails where
-``COURSE_LAB_ENV`` names a folder without one); ``run_in_lab_env(path)`` executes a notebook top to
-bottom with a kernel of that interpreter and returns the first error as one line naming the notebook,
-the cell (counted from 1, with its first line) and the exception, e.g.
-``05_multihead_attention.ipynb: cell 31 (from transformers import GPT2Config) raised ModuleNotFoundError: No
-module named 'transformers'``, or ``None`` when every cell ran.
+``COURSE_LAB_ENV`` names a folder without one). ``nbval_in_lab_env(path)`` runs nbval over a notebook
+with a kernel of that interpreter on the lowest numerics path (tests/numerics.py: ``ATEN_CPU_CAPABILITY
+=default``, MKL at SSE4.2, oneDNN at SSE4.1), so one pass shows both that every cell runs without the
+test extras (issue 42) and that every compared output is the same on the lowest SIMD path as the main
+nbval run found it on this CPU's own (issue 36). It returns ``None`` when nbval passes, else the failed
+cells and the first exception, e.g. ``05_multihead_attention.ipynb::Cell 24 failed ... ModuleNotFoundError:
+No module named 'transformers'``.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+import re
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
-import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-from nbclient.exceptions import CellExecutionError
 
-from course_utils.notebook_run import CourseNotebookClient, SlicedKernelManager
+from numerics import PATHS
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL_NAME = "course-lab-env"
+KERNEL_NAME = "course-lab-env-lowest"
 CELL_TIMEOUT_S = 900  # generous: 09's training cell on a loaded 2-core machine took minutes
+XDIST = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")
 
 
 def lab_env() -> Path:
@@ -41,36 +45,32 @@ def lab_python() -> Path:
     pytest.skip("no .venv-lab here: `make lab-env` builds the environment `make lab` builds (`make test` does)")
 
 
-class _LabEnvSpecs(KernelSpecManager):
-    """One kernel spec: ipykernel started by the lab environment's interpreter."""
-
-    def find_kernel_specs(self) -> dict[str, str]:
-        return {KERNEL_NAME: ""}
-
-    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
-        return KernelSpec(argv=[str(lab_python()), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                          display_name="the lab environment", language="python")
-
-
-def _first_line(source: str) -> str:
-    lines = [line.strip() for line in source.splitlines() if line.strip() and not line.startswith("#")]
-    return (lines or [""])[0][:80]
+def _kernel_spec(folder: Path, numerics: str) -> None:
+    """A kernel spec in ``folder/kernels/``: ipykernel on the lab environment's interpreter, on ``numerics``."""
+    spec = folder / "kernels" / KERNEL_NAME
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [str(lab_python()), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"the lab environment, {numerics} numerics path", "language": "python",
+        "env": PATHS[numerics],
+    }))
 
 
-def run_in_lab_env(path: Path, cwd: Path | None = None) -> str | None:
-    """Run every cell of the notebook at ``path`` (in ``cwd``, default its folder) in the lab environment;
-    the first error as one line, or ``None``."""
-    lab_python()  # skips (or fails) here, in the test's own thread, where the environment is missing
-    nb = nbformat.read(str(path), as_version=4)
-    km = SlicedKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_LabEnvSpecs())
-    client = CourseNotebookClient(nb, km=km, kernel_name=KERNEL_NAME, timeout=CELL_TIMEOUT_S,
-                                  resources={"metadata": {"path": str(cwd or path.parent)}})
-    try:
-        with ThreadPoolExecutor(1) as pool:  # a thread of its own: beside the browser tests, Playwright keeps an
-            pool.submit(client.execute).result()  # event loop running in this worker's main thread
-    except CellExecutionError as error:
-        for number, cell in enumerate(nb.cells, start=1):
-            if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
-                return f"{path.name}: cell {number} ({_first_line(cell.source)}) raised {error.ename}: {error.evalue}"
-        return f"{path.name}: {error.ename}: {error.evalue}"
-    return None
+def nbval_in_lab_env(path: Path, numerics: str = "lowest") -> str | None:
+    """nbval over the notebook at ``path`` in the lab environment on numerics path ``numerics``: ``None`` when
+    every cell ran and matched its stored output, else the failed cells and the first exception."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _kernel_spec(Path(tmp), numerics)
+        env = {k: v for k, v in os.environ.items() if k not in XDIST}
+        env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [tmp, os.environ.get("JUPYTER_PATH")]))
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "-rf",
+                   "--rootdir", str(ROOT), "--nbval", "--nbval-kernel-name", KERNEL_NAME,
+                   "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"),
+                   "--nbval-cell-timeout", str(CELL_TIMEOUT_S), str(path)]
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3 * CELL_TIMEOUT_S)
+    if done.returncode == 0:
+        return None
+    output = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # nbval colours its report
+    failed = [line for line in output.splitlines() if line.startswith("FAILED")]
+    raised = [line.strip() for line in output.splitlines() if re.match(r"\s*\w+(Error|Exception): ", line)]
+    return f"{path.name}: " + ("\n".join(failed + raised[:1]) or output[-3000:])

@@ -4,7 +4,7 @@ AVX-512. The native path is the ordinary run of the same files. Each claim's sma
 goes into the run's summary, so a claim that holds by a hair is visible before it breaks on a student's CPU.
 
 The stored outputs of the notebooks are compared on the lowest path too, in the environment ``make lab``
-builds (tests/test_lab_environment.py); here are the claims of the tests.
+builds (tests/test_lab_env.py); here are the claims of the tests.
 """
 
 from __future__ import annotations
