@@ -13,7 +13,7 @@ from course_utils import sampling
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
 from course_utils.checks.masking_softmax_temperature._shared import F64
-from course_utils.checks.shared import WORKED_LOGITS, rows_sum_to_one
+from course_utils.checks.shared import WORKED_LOGITS, keyed_uniform, rows_sum_to_one
 from course_utils.softmax import softmax
 
 
@@ -29,6 +29,8 @@ def top_k_top_p_filter(probs: torch.Tensor, top_k: int | None, top_p: float | No
 def _filter_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     worked = softmax(WORKED_LOGITS.double())
+    if seed:  # hidden: the worked logits moved by up to ±0.4 (keyed by the grader's secret): CAT stays above 0.5
+        worked = softmax(WORKED_LOGITS.double() + keyed_uniform(seed, -0.4, 0.4, (4,)))
     return [
         Case("CAT/DOG/IS/LOVELY, top_k=2", (worked, 2, None)),
         Case("10 tokens, top_p=0.8", (softmax(2 * torch.randn(10, generator=gen, dtype=F64)), None, 0.8)),

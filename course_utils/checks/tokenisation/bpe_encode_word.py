@@ -11,7 +11,7 @@ import re
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.tokenisation._cases import merge, random_counts
+from course_utils.checks.tokenisation._cases import merge, random_counts, keyed_letters
 from course_utils.tokenisation import bpe
 from course_utils.tokenisation.bpe import EOW, WORKED_CORPUS, encode_word, train_bpe
 
@@ -112,7 +112,7 @@ def encode_with_merge_pair(word, merges):
 ENCODE_WORD = Exercise(
     name="bpe_encode_word",
     reference=encode_word,
-    cases=encode_cases,
+    cases=keyed_letters(encode_cases),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.tokenisation._cases import corpora
+from course_utils.checks.tokenisation._cases import corpora, keyed_letters
 from course_utils.tokenisation import bpe
 from course_utils.tokenisation.bpe import WORKED_CORPUS, count_pairs, split_corpus
 from course_utils.tokenisation.wordpiece import count_symbols, wordpiece_score
@@ -102,7 +102,7 @@ def score_guarded(words, pair):
 WORDPIECE_SCORE = Exercise(
     name="wordpiece_score",
     reference=wordpiece_score,
-    cases=score_cases,
+    cases=keyed_letters(score_cases),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[
