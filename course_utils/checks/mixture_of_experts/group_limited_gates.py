@@ -108,11 +108,9 @@ def _groups_without_bias(router_logits, selection_bias, k, n_groups, top_groups)
     "then beats the allowed ones",
 )
 def _zeroed(router_logits, selection_bias, k, n_groups, top_groups):
-    affinity = torch.sigmoid(router_logits)
-    scores = affinity + selection_bias
-    group_scores = scores.reshape(scores.shape[0], n_groups, -1).topk(2, dim=-1).values.sum(-1)
-    keep = torch.zeros_like(group_scores, dtype=torch.bool).scatter(-1, group_scores.topk(top_groups, -1).indices, True)
-    return _gates(affinity, scores * keep.repeat_interleave(scores.shape[1] // n_groups, dim=-1), k)
+    scores = torch.sigmoid(router_logits) + selection_bias
+    masked = _masked(scores, n_groups, top_groups, scores.unflatten(-1, (n_groups, -1)).topk(2, dim=-1).values.sum(-1))
+    return _gates(scores - selection_bias, masked.masked_fill(masked.isneginf(), 0.0), k)  # 0 where -inf belongs
 
 
 # -- accepted alternatives -----------------------------------------------------------------------

@@ -100,6 +100,18 @@ def _clip(model, cfg, clip):
         p.grad = g
 
 
+def _loop_with(model, optimizer, train_ids, cfg, n_steps, schedule, clip_step):
+    """The loop with the schedule and the clipping step chosen by the mistake."""
+    gen, losses = torch.Generator().manual_seed(cfg.seed), []
+    for step in range(n_steps):
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
+        loss = _step_parts(model, optimizer, cfg, step, schedule, x, y)
+        clip_step()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 # -- mistakes ------------------------------------------------------------------------------------
 @bank.mistake(
     "gradients never zeroed",
@@ -124,14 +136,8 @@ def loop_no_zero_grad(model, optimizer, train_ids, cfg, n_steps, lr_schedule, cl
     "clip_grad_norm returns the clipped gradients: put them back into each parameter's .grad before the step",
 )
 def loop_clip_discarded(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
-    gen, losses = torch.Generator().manual_seed(cfg.seed), []
-    for step in range(n_steps):
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
-        loss = _step_parts(model, optimizer, cfg, step, lr_schedule, x, y)
-        clip_grad_norm([p.grad for p in model.parameters()], cfg.grad_clip)
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    discarded = lambda: clip_grad_norm([p.grad for p in model.parameters()], cfg.grad_clip)  # noqa: E731
+    return _loop_with(model, optimizer, train_ids, cfg, n_steps, lr_schedule, discarded)
 
 
 @bank.mistake(
@@ -139,14 +145,8 @@ def loop_clip_discarded(model, optimizer, train_ids, cfg, n_steps, lr_schedule, 
     "steps count from 0: step k uses lr_schedule(k, ...), so the first step takes the warm-up's first, smallest rate",
 )
 def loop_rate_ahead(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
-    gen, losses = torch.Generator().manual_seed(cfg.seed), []
-    for step in range(n_steps):
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
-        loss = _step_parts(model, optimizer, cfg, step + 1, lr_schedule, x, y)
-        _clip(model, cfg, clip_grad_norm)
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    ahead = lambda step, *rest: lr_schedule(step + 1, *rest)  # noqa: E731
+    return _loop_with(model, optimizer, train_ids, cfg, n_steps, ahead, lambda: _clip(model, cfg, clip_grad_norm))
 
 
 @bank.mistake(
@@ -188,14 +188,8 @@ def loop_same_batch(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip
     "torch.nn.utils.clip_grad_norm_ or another of your own: the caller decides how to clip",
 )
 def loop_torch_clip(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
-    gen, losses = torch.Generator().manual_seed(cfg.seed), []
-    for step in range(n_steps):
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
-        loss = _step_parts(model, optimizer, cfg, step, lr_schedule, x, y)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    clip = lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)  # noqa: E731
+    return _loop_with(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip)
 
 
 @bank.mistake(
@@ -204,14 +198,8 @@ def loop_torch_clip(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip
     "cfg.warmup_steps, cfg.steps)), not a schedule of your own: the caller decides the schedule",
 )
 def loop_own_schedule(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
-    gen, losses = torch.Generator().manual_seed(cfg.seed), []
-    for step in range(n_steps):
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
-        loss = _step_parts(model, optimizer, cfg, step, _course_schedule, x, y)
-        _clip(model, cfg, clip_grad_norm)
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    clip = lambda: _clip(model, cfg, clip_grad_norm)  # noqa: E731
+    return _loop_with(model, optimizer, train_ids, cfg, n_steps, _course_schedule, clip)
 
 
 # -- accepted alternatives -----------------------------------------------------------------------
