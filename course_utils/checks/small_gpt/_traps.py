@@ -8,12 +8,16 @@ verify it from outside the student's kernel, on the value it brings back, exactl
   with gradients recorded (its logits ``requires_grad``) another. A validation loss computed without
   ``model.eval()``, without ``torch.no_grad()``, or without both, is three different wrong numbers, which
   the bank tells apart. Whether gradients are recorded is read from the logits through
-  ``TensorBase.requires_grad``, bound when this module is imported, never from ``torch.is_grad_enabled``
-  (a notebook can rebind that) nor from anything stored on the model.
+  ``TensorBase.requires_grad``, bound in a closure when this module is imported, never from
+  ``torch.is_grad_enabled`` (a notebook can rebind that) nor from anything stored on the model.
 - ``TokenBudgetGPT``: it may run on ``budget`` positions per sequence in all (the prompt once, then each
   new token but the last); past that, every logit but the last token id's is -inf, a token no in-budget
   call ever draws (its logit is always -inf there). Sampling that re-feeds the sequence draws it.
   The count lives in a closure made when the model is built or unpickled, not in an attribute.
+
+What the grader judges is the value these models lead to, in its own process. Code in the kernel that
+replaces these classes' methods is tampering with the course's code there, which no kernel-side check
+can rule out (``docs/grading.md``).
 
 Leaves out: the exercises (``estimate_loss.py``, ``sample_with_cache.py``).
 """
@@ -26,9 +30,6 @@ import torch
 
 from course_utils.gpt import GPT
 
-_requires_grad = torch._C.TensorBase.requires_grad.__get__  # autograd's own flag, whatever torch.Tensor says
-
-
 def _pattern(n: int, scale: float, freq: float) -> torch.Tensor:
     """A fixed logit shift: ``scale * cos(freq * id)`` for ids 0 .. n-1."""
     return scale * torch.cos(freq * torch.arange(n, dtype=torch.float64))
@@ -37,17 +38,26 @@ def _pattern(n: int, scale: float, freq: float) -> torch.Tensor:
 TRAIN_SHIFT, GRAD_SHIFT = (0.8, 1.1), (0.6, 2.3)  # (scale, frequency) of the two shifts
 
 
-class ModeTrapGPT(GPT):
-    """A course GPT whose logits change in training mode and when autograd records them."""
+def _trap_unembed(requires_grad=torch._C.TensorBase.requires_grad.__get__):
+    """``ModeTrapGPT.unembed``, with autograd's own flag bound here, at import, in a closure: no name the
+    notebook can rebind (``torch.is_grad_enabled``, ``torch.Tensor.requires_grad``, a module global) reaches it."""
 
     def unembed(self, x: torch.Tensor) -> torch.Tensor:
-        logits = super().unembed(x)  # (batch, pos, d_vocab)
+        logits = GPT.unembed(self, x)  # (batch, pos, d_vocab)
         d_vocab = logits.shape[-1]
         if any(m.training for m in self.modules()):
             logits = logits + _pattern(d_vocab, *TRAIN_SHIFT).to(logits.dtype)
-        if _requires_grad(logits):
+        if requires_grad(logits):
             logits = logits + _pattern(d_vocab, *GRAD_SHIFT).to(logits.dtype)
         return logits
+
+    return unembed
+
+
+class ModeTrapGPT(GPT):
+    """A course GPT whose logits change in training mode and when autograd records them."""
+
+    unembed = _trap_unembed()
 
 
 def _spender(budget: int):
