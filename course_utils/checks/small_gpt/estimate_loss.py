@@ -119,7 +119,7 @@ def estimate_with_grad(model, ids, n_windows):
 
 @bank.mistake(
     "training mode",
-    "switch the model to evaluation mode (model.eval()) before the forward pass: layers such as dropout behave "
+    "switch the model to evaluation mode (its eval method) before the forward pass: layers such as dropout behave "
     "differently in training mode (the check's model does too)",
 )
 @torch.no_grad()
@@ -130,8 +130,8 @@ def estimate_in_training_mode(model, ids, n_windows):
 
 @bank.mistake(
     "neither eval mode nor no_grad",
-    "two habits of every evaluation are missing: model.eval() before the forward pass, and the forward pass "
-    "inside torch.no_grad()",
+    "two habits of every evaluation are missing: evaluation mode (the model's eval method) before the forward "
+    "pass, and the forward pass inside torch.no_grad()",
 )
 def estimate_neither(model, ids, n_windows):
     windows = _windows(ids, model.cfg.n_ctx, n_windows)

@@ -184,8 +184,8 @@ def loop_same_batch(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip
 
 @bank.mistake(
     "torch's clipping instead of the one passed in",
-    "clip with the clip_grad_norm function passed in (clip_grad_norm(grads, cfg.grad_clip)), not "
-    "torch.nn.utils.clip_grad_norm_ or another of your own: the caller decides how to clip",
+    "clip with the clip_grad_norm function passed in as an argument, not torch.nn.utils.clip_grad_norm_ or "
+    "another of your own: the caller decides how to clip",
 )
 def loop_torch_clip(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
     clip = lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)  # noqa: E731
@@ -194,8 +194,8 @@ def loop_torch_clip(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip
 
 @bank.mistake(
     "the notebook's schedule instead of the one passed in",
-    "set the rate with the lr_schedule function passed in (lr_schedule(step, cfg.max_lr, cfg.min_lr, "
-    "cfg.warmup_steps, cfg.steps)), not a schedule of your own: the caller decides the schedule",
+    "set each step's rate with the lr_schedule function passed in as an argument, not with a schedule of your "
+    "own: the caller decides the schedule",
 )
 def loop_own_schedule(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
     clip = lambda: _clip(model, cfg, clip_grad_norm)  # noqa: E731
