@@ -5,6 +5,8 @@
 - ``rows_sum_to_one``: the property every probability output has (a softmax, a filtered and
   renormalised distribution), checked in float64 to 1e-5.
 - ``no_nan``: the property "the output holds no NaN" (a fully masked row must not poison the rest).
+- ``keyed_uniform``: draws that move a hand-made case on the hidden seeds, so it depends on the
+  grader's secret like the random cases (``lab/grading/hidden.py``), the public check (seed 0) as written.
 
 Leaves out: anything only one notebook uses (that stays in its package's ``_`` modules).
 """
@@ -16,6 +18,16 @@ import torch
 from course_utils.checks.core import Case
 
 WORKED_LOGITS = torch.tensor([6.2, 4.9, 2.1, 1.0])  # CAT, DOG, IS, LOVELY
+
+
+def keyed_uniform(seed: int, low: float, high: float, shape: tuple = (), stream: int = 0) -> torch.Tensor:
+    """Uniform float64 draws in [low, high) for a hand-made case on hidden seed ``seed``: its generator is seeded
+    with ``seed`` (and ``stream``, one per case), so the grader's secret keys it; the public seed 0 gets none
+    (``ValueError``). ``x + keyed_uniform(1, -0.5, 0.5, x.shape)`` moves a worked example by up to half a unit."""
+    if not seed:
+        raise ValueError("the public cases (seed 0) stay as the notebook shows them: draw only on hidden seeds")
+    gen = torch.Generator().manual_seed(1_000_003 * seed + 7919 * (stream + 1))
+    return low + (high - low) * torch.rand(shape, generator=gen, dtype=torch.float64)
 
 
 def rows_sum_to_one(case: Case, out) -> bool:

@@ -498,7 +498,8 @@ print(ids, "->", [course_bpe.decode([i]) for i in ids], "| all together:", cours
 #
 # ### Exercise: the WordPiece score (1 point, difficulty 1/3, about 10 min)
 #
-# You may use `bpe.count_pairs(words)`.
+# A pair that never occurs side by side scores 0, also when its symbols never occur at all (where the
+# formula would read 0/0). You may use `bpe.count_pairs(words)`.
 
 # %%
 def wordpiece_score(words: dict, pair: tuple) -> float:

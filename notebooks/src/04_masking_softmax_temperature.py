@@ -501,7 +501,8 @@ for bad in ({"top_p": 0.0}, {"top_p": 1.5}, {"top_k": 0}, {"top_k": 5}):
 # renormalise, then apply top-p to that renormalised distribution, and renormalise again. Top-p keeps
 # a token while the probability *before* it (in descending order) is below $p$, so the token that
 # crosses $p$ stays. Work on the last dimension; a batch of rows should work too. (The check's
-# distributions have no ties, so which of two equal tokens top-k keeps does not matter.)
+# distributions have no ties, so which of two equal tokens top-k keeps does not matter, and no mass
+# before a token lands exactly on $p$, where float rounding alone would decide between `<` and `<=`.)
 
 # %%
 def top_k_top_p_filter(probs: torch.Tensor, top_k, top_p) -> torch.Tensor:

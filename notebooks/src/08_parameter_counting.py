@@ -482,8 +482,8 @@ figure_image(plot_models(rows))
 # Write `model_parameter_count(cfg)`: every parameter of the model a `ModelConfig` describes. Use the
 # config's fields and properties (`cfg.d_head`, `cfg.kv_heads`, `cfg.mlp_width`, `cfg.gated`), and
 # the conventions of this notebook: `bias` covers every linear layer and LayerNorm's bias (RMSNorm has
-# only a gain, norm `"none"` has nothing); two norms per block and one final norm; learned positions
-# are an `n_ctx x d_model` table (rotary ones have no parameters); a tied unembedding counts nothing
+# only a gain, norm `"none"` has nothing); two norms per block and one final norm; only learned
+# positions have parameters, an `n_ctx x d_model` table (any other kind has none); a tied unembedding counts nothing
 # extra; with `n_experts > 1` each block has that many MLPs and a bias-free router of `d_model x n_experts`.
 # Count all experts, not just the active ones. Do not call the counter in `course_utils.counting`.
 

@@ -336,9 +336,11 @@ check_embed_tokens(embed_tokens)
 # shape `(n_heads, d_model, d_head)`, `W_O` of shape `(n_heads, d_head, d_model)`, `b_Q`, `b_K`, `b_V`
 # of shape `(n_heads, d_head)` and `b_O` of shape `(d_model,)` (weights drawn with standard deviation
 # `cfg.init_std`, biases zero: the check overwrites them anyway). `forward(x)` maps `(batch, pos,
-# d_model)` to the same shape; it is causal on its own, with no mask argument. The check loads a
-# course block's attention weights into yours and compares with `MultiHeadAttention` given
-# `causal_mask(pos)`.
+# d_model)` to the same shape; it is causal on its own, with no mask argument. The module holds no
+# other persistent state: build the mask in `forward`, or keep it in a buffer registered with
+# `persistent=False` (nanoGPT's persistent `bias` buffer would land in the `state_dict`). The check
+# loads a course block's attention weights into yours by name and compares with `MultiHeadAttention`
+# given `causal_mask(pos)`.
 
 # %%
 from torch import nn

@@ -14,7 +14,7 @@ import random
 import torch
 
 from course_utils.checks.bank import Bank
-from course_utils.checks.core import Case, Exercise
+from course_utils.checks.core import Case, Exercise, Property
 from course_utils.positions import alibi_bias as _alibi_reference
 
 
@@ -133,10 +133,24 @@ def alibi_float32(n_heads, n_pos):
     return bias.masked_fill(torch.ones(n_pos, n_pos, dtype=torch.bool).triu(1), float("-inf"))
 
 
+def _future_keys_masked(case: Case, out) -> bool:
+    """Every entry [h, i, j] with j > i is -inf (the property behind the mask; checked when no mistake matched)."""
+    n_pos = case.args[1]
+    out = torch.as_tensor(out)
+    future = torch.ones(n_pos, n_pos, dtype=torch.bool).triu(1)
+    return bool(torch.isneginf(out[..., future]).all())
+
+
 ALIBI_BIAS = Exercise(
     name="alibi_bias",
     reference=alibi_bias,
     cases=_alibi_cases,
+    properties=[Property(
+        "future keys -inf",
+        _future_keys_masked,
+        "every entry [h, i, j] with a future key (j > i) must be -inf, in every head (the upper triangle of each "
+        "head's (n_pos, n_pos) table); some of yours are finite",
+    )],
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

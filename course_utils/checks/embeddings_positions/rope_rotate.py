@@ -7,10 +7,13 @@ i + d_head/2), turned anticlockwise by pos / 10000^(2i/d_head); any leading batc
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
+from course_utils.checks.shared import keyed_uniform
 from course_utils.positions import rope_rotate as _rope_reference
 from course_utils.positions import sinusoid_frequencies
 
@@ -20,10 +23,18 @@ def rope_rotate(x):
     return _rope_reference(x)
 
 
+def _unit_rows(seed: int) -> torch.Tensor:
+    """Three equal rows [1, 0]; on hidden seeds [cos a, sin a] with a keyed angle a."""
+    if not seed:
+        return torch.tensor([[1.0, 0.0]] * 3, dtype=torch.float64)
+    angle = keyed_uniform(seed, -math.pi, math.pi)
+    return torch.stack([angle.cos(), angle.sin()]).expand(3, 2).clone()
+
+
 def _rope_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     return [
-        Case("3 positions, d_head = 2, all rows [1, 0]", (torch.tensor([[1.0, 0.0]] * 3, dtype=torch.float64),)),
+        Case("3 positions, d_head = 2, all rows the same unit vector ([1, 0] in the public case)", (_unit_rows(seed),)),
         Case("6 positions, d_head = 8", (torch.randn(6, 8, generator=gen, dtype=torch.float64),)),
         Case("batch 2, 3 heads, 5 positions, d_head = 4 (float32)", (torch.randn(2, 3, 5, 4, generator=gen),)),
     ]

@@ -19,6 +19,7 @@ from course_utils import beam_search as search
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.masking_softmax_temperature._shared import F64, TableModel
+from course_utils.checks.shared import keyed_uniform
 
 
 def beam_search(next_token_logits, prompt, max_new_tokens, beam_width, eos_id=None):
@@ -26,12 +27,15 @@ def beam_search(next_token_logits, prompt, max_new_tokens, beam_width, eos_id=No
     return search.beam_search(next_token_logits, prompt, max_new_tokens, beam_width, eos_id)
 
 
-def _greedy_trap() -> TableModel:
+def _greedy_trap(seed: int = 0) -> TableModel:
     """After the prompt [0]: token 1 (p .6) leads to a flat row (best .34), token 2 (p .4) to a sure one (.97)."""
     probs = torch.full((3, 3, 3), 1 / 3, dtype=F64)
     probs[0, 0] = torch.tensor([0.0, 0.6, 0.4])
     probs[0, 1] = torch.tensor([0.33, 0.33, 0.34])
     probs[0, 2] = torch.tensor([0.97, 0.02, 0.01])
+    if seed:  # hidden: the first split moved by up to ±0.05 (keyed by the grader's secret); the trap holds:
+        move = float(keyed_uniform(seed, -0.05, 0.05))  # 0.65 x 0.34 < 0.35 x 0.97
+        probs[0, 0] = torch.tensor([0.0, 0.6 + move, 0.4 - move])
     return TableModel.from_table(probs.log())
 
 
@@ -40,7 +44,7 @@ def _beam_cases(seed: int) -> list[Case]:
     prompt = torch.randint(1, 4, (2,), generator=gen).tolist()  # ids every case's vocabulary has
     return [
         Case("a greedy trap: the likelier first token leads to a flat row; 2 beams, 2 new tokens",
-             (_greedy_trap(), [0], 2, 2)),
+             (_greedy_trap(seed), [0], 2, 2)),
         Case("6-token vocabulary, 2 beams, 4 new tokens", (TableModel(6, seed), prompt, 4, 2)),
         Case("6-token vocabulary, 1 beam (greedy), 5 new tokens", (TableModel(6, seed + 1), prompt, 5, 1)),
         Case("6-token vocabulary, 3 beams, 6 new tokens, eos_id 0", (TableModel(6, seed + 2, 1.5), prompt, 6, 3, 0)),

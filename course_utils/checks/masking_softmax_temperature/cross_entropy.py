@@ -14,12 +14,18 @@ import torch.nn.functional as F
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.masking_softmax_temperature._shared import F64
-from course_utils.checks.shared import WORKED_LOGITS
+from course_utils.checks.shared import WORKED_LOGITS, keyed_uniform
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Reference (the oracle): ``torch.nn.functional.cross_entropy``, the mean of -ln softmax(logits)[target]."""
     return torch.nn.functional.cross_entropy(logits, targets)
+
+
+def _worked(seed: int) -> torch.Tensor:
+    """The worked logits (1, 4); on hidden seeds each moved by up to ±0.5 (keyed by the grader's secret)."""
+    logits = WORKED_LOGITS[None].double()
+    return logits + keyed_uniform(seed, -0.5, 0.5, logits.shape) if seed else logits
 
 
 def _cross_entropy_cases(seed: int) -> list[Case]:
@@ -29,7 +35,7 @@ def _cross_entropy_cases(seed: int) -> list[Case]:
     return [
         Case(
             "the worked example: CAT/DOG/IS/LOVELY logits, the next token is CAT",
-            (WORKED_LOGITS[None].double(), torch.tensor([0])),
+            (_worked(seed), torch.tensor([0])),
         ),
         Case(
             "5 positions, 10 tokens",

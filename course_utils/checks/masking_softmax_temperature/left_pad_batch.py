@@ -25,14 +25,25 @@ def left_pad_batch(prompts, pad_id):
     return masking.left_padded_batch(prompts, pad_id)
 
 
+def _keyed_ids(seed: int):
+    """Identity on the public seed; on a hidden one a permutation of the ids 1-30 drawn from random.Random(seed),
+    which the grader keys by its secret (0 stays 0: it is the pad id that a real token may equal)."""
+    if not seed:
+        return list
+    renamed = list(range(1, 31))
+    random.Random(1_000_003 * seed + 29).shuffle(renamed)
+    return lambda prompt: [renamed[t - 1] if t else 0 for t in prompt]
+
+
 def _pad_cases(seed: int) -> list[Case]:
     rng = random.Random(seed)
     drawn = [[rng.randint(0, 30) for _ in range(rng.randint(1, 6))] for _ in range(4)]
+    ids = _keyed_ids(seed)  # the hand-made prompts' ids; renamed by the grader's key on hidden seeds
     return [
         Case("lengths 4, 2 and 1; token 0 is also pad_id, and the second prompt holds a real 0",
-             ([[5, 6, 7, 1], [0, 2], [3]], 0)),
-        Case("two prompts of the same length (no padding)", ([[4, 4, 9], [1, 2, 3]], 0)),
-        Case("a single prompt", ([[7, 8]], 99)),
+             ([ids([5, 6, 7, 1]), ids([0, 2]), ids([3])], 0)),
+        Case("two prompts of the same length (no padding)", ([ids([4, 4, 9]), ids([1, 2, 3])], 0)),
+        Case("a single prompt", ([ids([7, 8])], 99)),
         Case(f"4 prompts of lengths {[len(p) for p in drawn]}, pad_id 50", (drawn, 50)),
     ]
 

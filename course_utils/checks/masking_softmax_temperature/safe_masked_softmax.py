@@ -12,7 +12,7 @@ from course_utils import masking
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
 from course_utils.checks.masking_softmax_temperature._shared import F64
-from course_utils.checks.shared import no_nan
+from course_utils.checks.shared import no_nan, keyed_uniform
 from course_utils.softmax import masked_softmax, softmax
 
 
@@ -27,6 +27,9 @@ def _masked_cases(seed: int) -> list[Case]:
     random_mask[0, 1] = False  # a query with nothing to attend to
     random_mask[1, 0] = True
     big = torch.tensor([[10_000.0, -10_000.0, 9_999.0], [3.0, 2.0, 1.0]], dtype=F64)
+    if seed:  # hidden: each row moved by up to ±1,000, each score by up to ±0.5 (keyed by the grader's secret)
+        moved = keyed_uniform(seed, -1000, 1000, (2, 1)) + keyed_uniform(seed, -0.5, 0.5, (2, 3), stream=1)
+        big = big + (8 * moved).round() / 8  # eighths: exact in float32 at this size
     return [
         Case("4×4 scores, causal mask", (torch.randn(4, 4, generator=gen, dtype=F64), masking.causal_mask(4))),
         Case(

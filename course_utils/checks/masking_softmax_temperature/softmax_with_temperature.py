@@ -14,7 +14,7 @@ from course_utils import sampling
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
 from course_utils.checks.masking_softmax_temperature._shared import F64
-from course_utils.checks.shared import WORKED_LOGITS, no_nan
+from course_utils.checks.shared import WORKED_LOGITS, no_nan, keyed_uniform
 from course_utils.softmax import softmax
 
 
@@ -23,16 +23,31 @@ def softmax_with_temperature(logits: torch.Tensor, temperature: float) -> torch.
     return sampling.next_token_distribution(logits, temperature)
 
 
+def _moved(logits: torch.Tensor, seed: int, stream: int) -> torch.Tensor:
+    """Hand-made logits; on hidden seeds each moved by up to ±0.4 (keyed by the grader's secret), which keeps
+    their order (neighbours are at least 1 apart)."""
+    return logits + keyed_uniform(seed, -0.4, 0.4, logits.shape, stream).to(logits.dtype) if seed else logits
+
+
+def _tied(seed: int) -> torch.Tensor:
+    """Rows whose largest logits tie; on hidden seeds the row is shifted and the tie placed by the key."""
+    logits = torch.tensor([[2.0, 5.0, 5.0, 1.0], [7.0, 7.0, 7.0, 0.0]])
+    if not seed:
+        return logits
+    order = keyed_uniform(seed, 0, 1, (2, 4), stream=3).argsort(-1)  # the same values, in a keyed order
+    return logits.gather(-1, order) + keyed_uniform(seed, -50, 50, (2, 1), stream=4).float()
+
+
 def _temperature_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     return [
-        Case("CAT/DOG/IS/LOVELY logits at T=0.5", (WORKED_LOGITS.clone(), 0.5)),
+        Case("CAT/DOG/IS/LOVELY logits at T=0.5", (_moved(WORKED_LOGITS.clone(), seed, 0), 0.5)),
         Case("3 rows of 10 logits at T=2", (torch.randn(3, 10, generator=gen, dtype=F64), 2.0)),
-        Case("CAT/DOG/IS/LOVELY logits at T=0.01", (WORKED_LOGITS.clone(), 0.01)),
-        Case("T=0 (greedy)", (torch.tensor([[1.0, 3.0, 2.0], [4.0, 0.5, 1.0]]), 0.0)),
+        Case("CAT/DOG/IS/LOVELY logits at T=0.01", (_moved(WORKED_LOGITS.clone(), seed, 1), 0.01)),
+        Case("T=0 (greedy)", (_moved(torch.tensor([[1.0, 3.0, 2.0], [4.0, 0.5, 1.0]]), seed, 2), 0.0)),
         Case(
             "T=0 with tied largest logits (the first one wins)",
-            (torch.tensor([[2.0, 5.0, 5.0, 1.0], [7.0, 7.0, 7.0, 0.0]]), 0.0),
+            (_tied(seed), 0.0),
         ),
         Case(
             "rows about 0 and -500 at T=0.1 (shift each row by its own maximum)",

@@ -13,7 +13,7 @@ from course_utils import sampling
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
 from course_utils.checks.masking_softmax_temperature._shared import F64
-from course_utils.checks.shared import WORKED_LOGITS, rows_sum_to_one
+from course_utils.checks.shared import WORKED_LOGITS, keyed_uniform, rows_sum_to_one
 from course_utils.softmax import softmax
 
 
@@ -29,6 +29,8 @@ def top_k_top_p_filter(probs: torch.Tensor, top_k: int | None, top_p: float | No
 def _filter_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     worked = softmax(WORKED_LOGITS.double())
+    if seed:  # hidden: the worked logits moved by up to ±0.4 (keyed by the grader's secret): CAT stays above 0.5
+        worked = softmax(WORKED_LOGITS.double() + keyed_uniform(seed, -0.4, 0.4, (4,)))
     return [
         Case("CAT/DOG/IS/LOVELY, top_k=2", (worked, 2, None)),
         Case("10 tokens, top_p=0.8", (softmax(2 * torch.randn(10, generator=gen, dtype=F64)), None, 0.8)),
@@ -37,11 +39,18 @@ def _filter_cases(seed: int) -> list[Case]:
             (softmax(torch.randn(3, 12, generator=gen, dtype=F64)), 6, 0.7),
         ),
         Case("top token alone exceeds top_p=0.5", (worked, None, 0.5)),
-        Case(
-            "probabilities .5, .25, .125, .125 (shuffled), top_p=0.75: the mass before the third is exactly p",
-            (torch.tensor([0.125, 0.5, 0.125, 0.25], dtype=F64), None, 0.75),
-        ),
+        _crossing_case(gen),
     ]
+
+
+def _crossing_case(gen: torch.Generator) -> Case:
+    """6 tokens and a p halfway through the third likeliest's mass: the mass before it is below p (it stays), the
+    mass before the fourth above (it goes). No exact tie at p, which float rounding would decide either way."""
+    probs = softmax(torch.randn(6, generator=gen, dtype=F64))
+    running = probs.sort(descending=True).values.cumsum(0)
+    top_p = float(running[1] + running[2]) / 2
+    return Case("6 tokens, top_p halfway through the third likeliest's mass: it stays, the fourth goes",
+                (probs, None, top_p))
 
 
 def _renormalise(p):
@@ -140,6 +149,20 @@ def _float32_loops(probs, top_k, top_p):
             out[r, i] = row[i]
         out[r] /= out[r].sum()
     return out.reshape(probs.shape)
+
+
+@bank.alternative("top-p in log space (logcumsumexp), top-k by rank")
+def _log_space(probs, top_k, top_p):
+    """Goes through logarithms, so the mass before a token is right to rounding, not to the bit."""
+    if top_k is not None:
+        rank = probs.argsort(dim=-1, descending=True).argsort(dim=-1)
+        probs = _renormalise(probs * (rank < top_k))
+    if top_p is not None:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        log_total = torch.logcumsumexp(sorted_probs.log(), dim=-1)  # log of the mass up to and with each token
+        before = torch.cat([torch.zeros_like(log_total[..., :1]), log_total[..., :-1].exp()], dim=-1)
+        probs = _renormalise(probs * torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before < top_p))
+    return probs
 
 
 TOP_K_TOP_P = Exercise(

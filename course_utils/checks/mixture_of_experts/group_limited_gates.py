@@ -30,9 +30,13 @@ def _cases(seed: int) -> list[Case]:
     for label, tokens, n_experts, k, n_groups, top_groups in (
         ("24 tokens, 16 experts in 4 groups, the best 2 groups, k=4", 24, 16, 4, 4, 2),
         ("20 tokens, 12 experts in 3 groups, the best group only, k=2", 20, 12, 2, 3, 1),
-        ("16 tokens, 8 experts in 4 groups of 2, the best 3 groups, k=3", 16, 8, 3, 4, 3),
+        ("16 tokens, 8 experts in 4 groups of 2, the best 3 groups, k=3, a bias that makes most scores negative",
+         16, 8, 3, 4, 3),
     ):
-        bias = torch.randn(n_experts, generator=gen, dtype=F64) * 0.2
+        if "negative" in label:  # between -1.5 and -0.9 (the notebook's own goes to -0.9): a ruled-out expert
+            bias = -0.9 - 0.6 * torch.rand(n_experts, generator=gen, dtype=F64)  # must score -inf, not 0
+        else:
+            bias = torch.randn(n_experts, generator=gen, dtype=F64) * 0.2
         cases.append(Case(label, (random_logits(gen, tokens, n_experts), bias, k, n_groups, top_groups)))
     return cases
 
@@ -96,6 +100,17 @@ def _groups_without_bias(router_logits, selection_bias, k, n_groups, top_groups)
     affinity = torch.sigmoid(router_logits)
     group_scores = affinity.reshape(affinity.shape[0], n_groups, -1).topk(2, dim=-1).values.sum(-1)
     return _gates(affinity, _masked(affinity + selection_bias, n_groups, top_groups, group_scores), k)
+
+
+@bank.mistake(
+    "ruled-out experts zeroed",
+    "rule an expert out with -inf, not 0: scores can be negative (the bias goes below zero), and a zeroed expert "
+    "then beats the allowed ones",
+)
+def _zeroed(router_logits, selection_bias, k, n_groups, top_groups):
+    scores = torch.sigmoid(router_logits) + selection_bias
+    masked = _masked(scores, n_groups, top_groups, scores.unflatten(-1, (n_groups, -1)).topk(2, dim=-1).values.sum(-1))
+    return _gates(scores - selection_bias, masked.masked_fill(masked.isneginf(), 0.0), k)  # 0 where -inf belongs
 
 
 # -- accepted alternatives -----------------------------------------------------------------------

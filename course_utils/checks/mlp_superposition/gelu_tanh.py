@@ -15,9 +15,18 @@ import torch.nn.functional as F
 from course_utils import mlp
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
+from course_utils.checks.shared import keyed_uniform
 
 F64 = torch.float64
 _C = math.sqrt(2.0 / math.pi)
+
+
+def _points(seed: int) -> torch.Tensor:
+    """201 points from -6 to 6; on hidden seeds each end moved by up to ±0.5 (keyed by the grader's secret)."""
+    if not seed:
+        return torch.linspace(-6, 6, 201, dtype=F64)
+    low, high = -6 + float(keyed_uniform(seed, -0.5, 0.5)), 6 + float(keyed_uniform(seed, -0.5, 0.5, stream=1))
+    return torch.linspace(low, high, 201, dtype=F64)
 
 
 def gelu_tanh(x):
@@ -28,7 +37,7 @@ def gelu_tanh(x):
 def _gelu_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     return [
-        Case("x = 201 points from −6 to 6", (torch.linspace(-6, 6, 201, dtype=F64),)),
+        Case("x = 201 evenly spaced points from about −6 to about 6", (_points(seed),)),
         Case("x of shape (3, 4, 5), standard normal × 2", (2 * torch.randn(3, 4, 5, generator=gen, dtype=F64),)),
     ]
 

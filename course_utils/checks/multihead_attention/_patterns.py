@@ -10,6 +10,7 @@ import torch
 
 from course_utils import induction
 from course_utils.checks.core import Case
+from course_utils.checks.shared import keyed_uniform
 from course_utils.masking import causal_mask
 from course_utils.softmax import masked_softmax
 
@@ -39,23 +40,43 @@ def _random_causal(seed: int, batch: int, heads: int, n_ctx: int) -> torch.Tenso
     return masked_softmax(scores, causal_mask(n_ctx))  # (batch, head, q_pos, k_pos)
 
 
-def _model_patterns(model, seed: int) -> list[torch.Tensor]:
-    probe = induction.repeated_sequences(50, 10, model.cfg.d_vocab, torch.Generator().manual_seed(1000 + seed))
+def _model_patterns(model, probe_seed: int) -> list[torch.Tensor]:
+    probe = induction.repeated_sequences(50, 10, model.cfg.d_vocab, torch.Generator().manual_seed(probe_seed))
     device = model.W_E.device
     return [p.detach().cpu().double() for p in model.patterns(probe.to(device))]
 
 
+def _probe_seed(seed: int) -> int:
+    """1000 for the public cases; on a hidden seed a number drawn from a generator the grader keys by its secret,
+    so the cache below (keyed by it) never hands one key's patterns to another."""
+    if not seed:
+        return 1000
+    return int(torch.randint(0, 2**62, (1,), generator=torch.Generator().manual_seed(1000 + seed)))
+
+
 @functools.lru_cache(maxsize=4)
-def _default_patterns(seed: int) -> tuple[torch.Tensor, ...]:
-    return tuple(_model_patterns(_trained_model(), seed))
+def _default_patterns(probe_seed: int) -> tuple[torch.Tensor, ...]:
+    return tuple(_model_patterns(_trained_model(), probe_seed))
+
+
+def _blended(pattern: torch.Tensor, seed: int) -> torch.Tensor:
+    """A hand-built pattern; on hidden seeds mixed with 5-15 % of a keyed random causal pattern (rows still sum
+    to 1, the heads still what they were built to be)."""
+    if not seed:
+        return pattern
+    share = float(keyed_uniform(seed, 0.05, 0.15))
+    scores = 2 * keyed_uniform(seed, -1, 1, tuple(pattern.shape), stream=1)
+    noise = masked_softmax(scores, causal_mask(pattern.shape[-1]))
+    return (1 - share) * pattern + share * noise
 
 
 def score_cases(seed: int, with_half_len: bool = False) -> list[Case]:
     """Four patterns (batch, head, q_pos, k_pos), each with its half_len when ``with_half_len``."""
-    layer0, layer1 = _default_patterns(seed)
+    layer0, layer1 = _default_patterns(_probe_seed(seed))
     raw = [
         ("random causal patterns, batch 3, 4 heads, 10 tokens, half_len 5", _random_causal(seed, 3, 4, 10), 5),
-        ("hand-built: a previous-token head and an induction head, 12 tokens, half_len 6", _hand_built(12, 6), 6),
+        ("hand-built: a previous-token head and an induction head, 12 tokens, half_len 6",
+         _blended(_hand_built(12, 6), seed), 6),
         ("the trained toy model's layer 0 on repeated sequences (half_len 10)", layer0, 10),
         ("the trained toy model's layer 1 on repeated sequences (half_len 10)", layer1, 10),
     ]

@@ -20,7 +20,19 @@ def course_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def load_course_state(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> str | None:
-    """Load ``state`` into the student's ``module`` (made float64 first); None, or one line on what stops it."""
+    """Load ``state`` into the student's ``module`` (made float64 first); None, or one line on what stops it.
+
+    Persistent state that is not a parameter (nanoGPT registers its causal mask as a buffer) is named as such,
+    not blamed on the parameter names."""
+    parameters = {name for name, _ in module.named_parameters()}
+    extra = [name for name in module.state_dict() if name not in state and name not in parameters]
+    if extra:
+        names = ", ".join(f"`{name}`" for name in extra[:4])
+        return (
+            f"your module's state_dict holds {names} besides its parameters (a buffer registered as persistent?); "
+            "the module holds no other persistent state: build it in forward, or register it with "
+            "register_buffer(..., persistent=False)"
+        )
     try:
         check_state_dict(module.double(), state)
     except ValueError as error:

@@ -122,6 +122,19 @@ class _CourseFunction(CausalAttention):
         return merge_heads(z) @ self.W_O.reshape(-1, x.shape[-1]) + self.b_O  # (batch, pos, n_heads·d_head) @ wide
 
 
+@bank.alternative("nanoGPT's mask: a lower-triangular buffer built once, registered with persistent=False")
+class _MaskBuffer(CausalAttention):
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.register_buffer("tril", torch.ones(cfg.n_ctx, cfg.n_ctx, dtype=torch.bool).tril(), persistent=False)
+
+    def forward(self, x):
+        q, k, v = _qkv(self, x)
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~self.tril[: x.shape[1], : x.shape[1]],
+                                                                             float("-inf"))
+        return torch.einsum("bhpd,hdm->bpm", scores.softmax(-1) @ v, self.W_O) + self.b_O
+
+
 @bank.alternative("float32 loop over heads, -1e9 fill")
 class _HeadLoop(CausalAttention):
     def forward(self, x):

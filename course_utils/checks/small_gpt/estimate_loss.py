@@ -3,9 +3,10 @@
 Required form (stated in the notebook): ``n_windows`` windows of ``model.cfg.n_ctx + 1`` tokens of ``ids``,
 window k starting at ``torch.linspace(0, len(ids) - n_ctx - 1, n_windows).long()[k]``; the mean next-token
 cross-entropy over every position of every window, as a number; the model runs in eval mode and without
-gradients, and is left in the mode it was in. The check runs a tiny course GPT that records, at every
-forward call, whether it was in training mode and whether gradients were on; one case starts in training
-mode, the other in eval mode.
+gradients, and is left in the mode it was in. The check runs a tiny course GPT whose logits shift in
+training mode and, by another shift, when autograd records them (``_traps.ModeTrapGPT``), so the loss itself
+says which habit was missed, verified by the grader outside the student's kernel; one case starts in
+training mode, the other in eval mode.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.compare import describe_mismatch
 from course_utils.checks.small_gpt._cases import tiny_model
-from course_utils.gpt import GPT
+from course_utils.checks.small_gpt._traps import ModeTrapGPT, trapped
 from course_utils.training import get_batch, sequence_loss
 
 
@@ -27,43 +28,30 @@ def estimate_loss(model, ids, n_windows):
     return _estimate_loss(model, ids, n_windows)
 
 
-class _Recording(GPT):
-    """A course GPT that notes, at each forward call, (training mode?, gradients on?)."""
-
-    def forward(self, tokens, impl="reference"):
-        self.seen.append((self.training, torch.is_grad_enabled()))
-        return super().forward(tokens, impl)
-
-
-def _recording(seed: int, training: bool) -> _Recording:
-    course = tiny_model(seed)
-    model = _Recording(course.cfg)
-    model.load_state_dict(course.state_dict())
-    model.seen = []
-    return model.train(training)
+def _trap(seed: int, training: bool) -> ModeTrapGPT:
+    """The case's tiny GPT as a ``ModeTrapGPT``: its loss is off unless it runs in eval mode without gradients."""
+    return trapped(tiny_model(seed).train(training), ModeTrapGPT)
 
 
 def _estimate_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     return [
         Case("a tiny GPT in training mode, 5 windows of 13 tokens out of 90",
-             (_recording(seed, True), torch.randint(0, 23, (90,), generator=gen), 5)),
+             (_trap(seed, True), torch.randint(0, 23, (90,), generator=gen), 5)),
         Case("the same GPT in eval mode, 8 overlapping windows out of 40 tokens",
-             (_recording(seed, False), torch.randint(0, 23, (40,), generator=gen), 8)),
+             (_trap(seed, False), torch.randint(0, 23, (40,), generator=gen), 8)),
     ]
 
 
 def _run_estimate(impl, case: Case) -> dict:
-    """The loss, how the model ran, and the mode it was left in."""
+    """The loss (a ``ModeTrapGPT`` shifts it unless the model ran in eval mode without gradients) and the mode
+    the model was left in."""
     model, ids, n_windows = case.args
     loss = impl(model, ids, n_windows)
-    return {"loss": float(loss), "ran in eval mode, without gradients": bool(model.seen) and not any(
-        training or grad for training, grad in model.seen), "left in training mode": model.training}
+    return {"loss": float(loss), "left in training mode": model.training}
 
 
 def _compare(expected: dict, got: dict) -> str | None:
-    if got["ran in eval mode, without gradients"] != expected["ran in eval mode, without gradients"]:
-        return "the model must run in eval mode (model.eval()) and without gradients (torch.no_grad())"
     if got["left in training mode"] != expected["left in training mode"]:
         return (f"the model was {'in training' if expected['left in training mode'] else 'in eval'} mode before "
                 "the call: put it back in that mode afterwards")
@@ -127,6 +115,27 @@ def estimate_with_grad(model, ids, n_windows):
     loss = sequence_loss(model(windows[:, :-1]), windows[:, 1:]).item()
     model.train(was_training)
     return loss
+
+
+@bank.mistake(
+    "training mode",
+    "switch the model to evaluation mode (its eval method) before the forward pass: layers such as dropout behave "
+    "differently in training mode (the check's model does too)",
+)
+@torch.no_grad()
+def estimate_in_training_mode(model, ids, n_windows):
+    windows = _windows(ids, model.cfg.n_ctx, n_windows)
+    return sequence_loss(model(windows[:, :-1]), windows[:, 1:]).item()
+
+
+@bank.mistake(
+    "neither eval mode nor no_grad",
+    "two habits of every evaluation are missing: evaluation mode (the model's eval method) before the forward "
+    "pass, and the forward pass inside torch.no_grad()",
+)
+def estimate_neither(model, ids, n_windows):
+    windows = _windows(ids, model.cfg.n_ctx, n_windows)
+    return sequence_loss(model(windows[:, :-1]), windows[:, 1:]).item()
 
 
 # -- accepted alternatives -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import F64
+from course_utils.checks.shared import keyed_uniform
 from course_utils.layernorm import layer_norm as _layer_norm
 
 
@@ -20,13 +21,23 @@ def layer_norm(x, w, b, eps=1e-5):
     return _layer_norm(x, w, b, eps)
 
 
+def _worked(seed: int) -> tuple:
+    """[2, 4, 6, 8] with w = 1, b = 0; on hidden seeds scaled by 0.5-3, shifted by up to ±5, with w and b moved by up
+    to ±0.2 (keyed by the grader's secret)."""
+    x, w, b = torch.tensor([2.0, 4.0, 6.0, 8.0], dtype=F64), torch.ones(4, dtype=F64), torch.zeros(4, dtype=F64)
+    if not seed:
+        return x, w, b
+    x = x * keyed_uniform(seed, 0.5, 3.0) + keyed_uniform(seed, -5, 5, stream=1)
+    return x, w + keyed_uniform(seed, -0.2, 0.2, (4,), stream=2), b + keyed_uniform(seed, -0.2, 0.2, (4,), stream=3)
+
+
 def _ln_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     rand = lambda *shape: torch.randn(*shape, generator=gen, dtype=F64)  # noqa: E731
     return [
         Case(
             "the worked example [2, 4, 6, 8], w = 1, b = 0",
-            (torch.tensor([2.0, 4.0, 6.0, 8.0], dtype=F64), torch.ones(4, dtype=F64), torch.zeros(4, dtype=F64)),
+            _worked(seed),
         ),
         Case(
             "a batch of 3 sequences of 5 positions, d_model 8, learned w and b", (rand(3, 5, 8), 1 + rand(8), rand(8))

@@ -17,6 +17,7 @@ import torch
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
+from course_utils.checks.shared import keyed_uniform
 from course_utils.optim import lr_schedule as _lr_schedule
 
 
@@ -25,18 +26,35 @@ def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):
     return _lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps)
 
 
+def _keyed_run(seed: int) -> tuple:
+    """The course's run (4e-3 to 4e-4, warm-up 50 of 800) moved by the grader's key: rates x 0.5-2, warm-up 40-60,
+    length 700-900."""
+    scale = float(keyed_uniform(seed, 0.5, 2.0))
+    warmup, total = int(keyed_uniform(seed, 40, 61, stream=1)), int(keyed_uniform(seed, 700, 901, stream=2))
+    return 4e-3 * scale, 4e-4 * scale, warmup, total
+
+
+def _keyed_steps(seed: int, warmup: int, total: int) -> list[int]:
+    """Twelve steps: the first two, both sides of the warm-up's end, the last, and seven keyed ones in between."""
+    inside = keyed_uniform(seed, 2, total - 1, (7,), stream=3).long().tolist()
+    return sorted({0, 1, warmup - 2, warmup - 1, warmup, warmup + 1, total - 1, *inside})[:12]
+
+
 def _schedule_cases(seed: int) -> list[Case]:
     warmup, total, top, bottom = 3, 24, 1e-2, 1e-3
     if seed:  # hidden cases: the short schedule drawn from random.Random(seed), which the grader keys by its secret
         rng = random.Random(seed)
         warmup, top = rng.randint(2, 9), rng.choice([3e-3, 6e-3, 1e-2, 3e-2])
         total, bottom = warmup + rng.randint(12, 30), top / rng.choice([5, 10, 20])
-    course_steps = [0, 1, 24, 48, 49, 50, 51, 100, 300, 425, 600, 799]
+    course_steps, course = [0, 1, 24, 48, 49, 50, 51, 100, 300, 425, 600, 799], (4e-3, 4e-4, 50, 800)
+    if seed:  # hidden: the run's rates scaled by 0.5-2, its warm-up and length moved, steps around the boundaries
+        course = _keyed_run(seed)
+        course_steps = _keyed_steps(seed, course[2], course[3])
     return [
         Case(f"every step of a {total}-step schedule, warm-up {warmup}, from {top:g} down to {bottom:g}",
              (list(range(total)), top, bottom, warmup, total)),
-        Case("the course's run (800 steps, warm-up 50, 4e-3 to 4e-4) at steps " + ", ".join(map(str, course_steps)),
-             (course_steps, 4e-3, 4e-4, 50, 800)),
+        Case(f"the course's run ({course[3]} steps, warm-up {course[2]}, {course[0]:.3g} to {course[1]:.3g}) at steps "
+             + ", ".join(map(str, course_steps)), (course_steps, *course)),
     ]
 
 

@@ -5,7 +5,8 @@ return (batch, pos + n_new). The prompt goes through ``generation.forward_with_c
 sampled token alone with the cache returned by the step before; every token is drawn with
 ``sample_next_token(logits, temperature, generator=generator)`` from the last position's logits, so the
 tokens equal ``generate(..., use_cache=True)``'s and the uncached loop's (compared exactly; every call
-gets a fresh generator seeded the same way).
+gets a fresh generator seeded the same way). The model is a ``_traps.TokenBudgetGPT`` allowed prompt + n_new - 1
+positions in all, so an answer that re-runs the sequence instead of using the cache draws other tokens.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import tiny_model
+from course_utils.checks.small_gpt._traps import TokenBudgetGPT, trapped
 from course_utils.generation import forward_with_cache, generate
 from course_utils.sampling import sample_next_token
 
@@ -30,11 +32,16 @@ def _cached_cases(seed: int) -> list[Case]:
     return [
         Case(  # 5 + 8 - 1 = 12 positions: the context exactly, so feeding the last token back is an error
             "2 prompts of 5 tokens, 8 new (the whole context of 12), temperature 0.8",
-            (model, torch.randint(0, 23, (2, 5), generator=gen), 8, 0.8, seed),
+            (_budgeted(model, 5, 8), torch.randint(0, 23, (2, 5), generator=gen), 8, 0.8, seed),
         ),
         Case("1 prompt of 3 tokens, 6 new, temperature 0 (greedy)",
-             (model, torch.randint(0, 23, (1, 3), generator=gen), 6, 0.0, seed)),
+             (_budgeted(model, 3, 6), torch.randint(0, 23, (1, 3), generator=gen), 6, 0.0, seed)),
     ]
+
+
+def _budgeted(model, n_prompt: int, n_new: int) -> TokenBudgetGPT:
+    """``model`` allowed the prompt once and each new token but the last: re-feeding the sequence overruns it."""
+    return trapped(model, TokenBudgetGPT, budget=n_prompt + n_new - 1)
 
 
 def _run_sampler(impl, case: Case):
@@ -67,6 +74,20 @@ bank = Bank()
 def cached_no_cache(model, prompt, n_new, temperature, generator):
     return _loop(model, prompt, n_new, lambda lg: sample_next_token(lg[:, -1], temperature, generator=generator),
                  keep_cache=False)
+
+
+@bank.mistake(
+    "the cache never used",
+    "run the prompt through the model once, then only each new token with the cache: re-running the whole "
+    "sequence every step gives the same tokens at many times the work (the check's model counts the positions it "
+    "runs on)",
+)
+def cached_refeed(model, prompt, n_new, temperature, generator):
+    ids = prompt
+    for _ in range(n_new):
+        logits, _ = forward_with_cache(model, ids)  # a fresh cache every step: the sequence again
+        ids = torch.cat([ids, sample_next_token(logits[:, -1], temperature, generator=generator)[:, None]], dim=1)
+    return ids
 
 
 @bank.mistake(

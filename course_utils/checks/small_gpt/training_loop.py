@@ -6,7 +6,9 @@ generator)`` with ONE generator seeded with ``cfg.seed``; each step sets the rat
 mean next-token cross-entropy, zeroes the old gradients, back-propagates, replaces the gradients by
 ``clip_grad_norm(grads, cfg.grad_clip)``'s and steps the optimiser; return the list of the steps' losses
 (floats). The check trains a tiny seeded GPT for a few steps with the course's AdamW, schedule and clipping,
-and compares the losses with the course loop's, which replays ``training.train`` (``tests/test_capstone.py``).
+and compares the losses with the course loop's, which replays ``training.train`` (``tests/test_capstone.py``);
+its second case passes in another schedule and another clipping (``schedule_at_half_rate``,
+``clip_by_value``), so a loop that ignores the functions it is given gets other losses.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from course_utils.checks.compare import describe_mismatch
 from course_utils.gpt import GPT
 from course_utils.gpt_config import GPTConfig
 from course_utils.optim import clip_grad_norm, lr_schedule
+from course_utils.optim import lr_schedule as _course_schedule
 from course_utils.threads import torch_threads
 from course_utils.training import TrainConfig, get_batch, make_optimizer, sequence_loss
 
@@ -30,21 +33,38 @@ def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_g
     return _training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm)
 
 
+def schedule_at_half_rate(step, max_lr, min_lr, warmup_steps, total_steps):
+    """A schedule passed in instead of the notebook's: the same shape at half the rate. Only a loop that calls
+    the ``lr_schedule`` it was given follows it."""
+    return lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps) / 2
+
+
+def clip_by_value(grads, max_norm):
+    """A clipping passed in instead of the notebook's: each entry clamped to +-max_norm / 10 (clipping by value,
+    as ``torch.nn.utils.clip_grad_value_``). Only a loop that calls the ``clip_grad_norm`` it was given (not
+    torch's clip by norm, which AdamW barely notices: it rescales the whole gradient) gets its losses."""
+    return [g.clamp(-max_norm / 10, max_norm / 10) for g in grads]
+
+
 def _loop_cases(seed: int) -> list[Case]:
     gen = torch.Generator().manual_seed(seed)
     cases = []
-    for label, model_cfg, cfg in (
+    for label, model_cfg, cfg, schedule, clip in (
         ("a tiny GPT (2 layers, d_model 16), 4 steps of batch 4, warm-up 3, clipping at 0.5",
          GPTConfig(d_vocab=32, n_ctx=8, d_model=16, n_heads=2, n_layers=2),
-         TrainConfig(steps=20, batch_size=4, warmup_steps=3, max_lr=2e-2, min_lr=2e-3, grad_clip=0.5, seed=seed)),
-        ("1 layer, tied embeddings, 3 steps of batch 3, warm-up 2 of 4 steps, clipping at 0.3",
+         TrainConfig(steps=20, batch_size=4, warmup_steps=3, max_lr=2e-2, min_lr=2e-3, grad_clip=0.5, seed=seed),
+         lr_schedule, clip_grad_norm),
+        ("1 layer, tied embeddings, 5 steps of batch 3, warm-up 2 of 6 steps, clipping at 0.3; the schedule passed "
+         "in gives half the notebook's rate and the clipping passed in clamps each entry (by value), so only the "
+         "functions passed in give these losses",
          GPTConfig(d_vocab=20, n_ctx=6, d_model=8, n_heads=2, n_layers=1, tie_embeddings=True),
-         TrainConfig(steps=4, batch_size=3, warmup_steps=2, max_lr=3e-2, min_lr=1e-3, grad_clip=0.3, seed=seed + 7)),
+         TrainConfig(steps=6, batch_size=3, warmup_steps=2, max_lr=3e-2, min_lr=1e-3, grad_clip=0.3, seed=seed + 7),
+         schedule_at_half_rate, clip_by_value),
     ):
         model = GPT(model_cfg)
         model.reset_parameters(torch.Generator().manual_seed(seed))
         ids = torch.randint(0, model_cfg.d_vocab, (300,), generator=gen)
-        cases.append(Case(label, (model, None, ids, cfg, 4 if cfg.steps > 4 else 3, lr_schedule, clip_grad_norm)))
+        cases.append(Case(label, (model, None, ids, cfg, 4 if cfg.steps > 6 else 5, schedule, clip)))
     return cases
 
 
@@ -80,6 +100,18 @@ def _clip(model, cfg, clip):
         p.grad = g
 
 
+def _loop_with(model, optimizer, train_ids, cfg, n_steps, schedule, clip_step):
+    """The loop with the schedule and the clipping step chosen by the mistake."""
+    gen, losses = torch.Generator().manual_seed(cfg.seed), []
+    for step in range(n_steps):
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
+        loss = _step_parts(model, optimizer, cfg, step, schedule, x, y)
+        clip_step()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 # -- mistakes ------------------------------------------------------------------------------------
 @bank.mistake(
     "gradients never zeroed",
@@ -104,14 +136,8 @@ def loop_no_zero_grad(model, optimizer, train_ids, cfg, n_steps, lr_schedule, cl
     "clip_grad_norm returns the clipped gradients: put them back into each parameter's .grad before the step",
 )
 def loop_clip_discarded(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
-    gen, losses = torch.Generator().manual_seed(cfg.seed), []
-    for step in range(n_steps):
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
-        loss = _step_parts(model, optimizer, cfg, step, lr_schedule, x, y)
-        clip_grad_norm([p.grad for p in model.parameters()], cfg.grad_clip)
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    discarded = lambda: clip_grad_norm([p.grad for p in model.parameters()], cfg.grad_clip)  # noqa: E731
+    return _loop_with(model, optimizer, train_ids, cfg, n_steps, lr_schedule, discarded)
 
 
 @bank.mistake(
@@ -119,14 +145,8 @@ def loop_clip_discarded(model, optimizer, train_ids, cfg, n_steps, lr_schedule, 
     "steps count from 0: step k uses lr_schedule(k, ...), so the first step takes the warm-up's first, smallest rate",
 )
 def loop_rate_ahead(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
-    gen, losses = torch.Generator().manual_seed(cfg.seed), []
-    for step in range(n_steps):
-        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, gen)
-        loss = _step_parts(model, optimizer, cfg, step + 1, lr_schedule, x, y)
-        _clip(model, cfg, clip_grad_norm)
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    ahead = lambda step, *rest: lr_schedule(step + 1, *rest)  # noqa: E731
+    return _loop_with(model, optimizer, train_ids, cfg, n_steps, ahead, lambda: _clip(model, cfg, clip_grad_norm))
 
 
 @bank.mistake(
@@ -160,6 +180,26 @@ def loop_same_batch(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip
         optimizer.step()
         losses.append(loss.item())
     return losses
+
+
+@bank.mistake(
+    "torch's clipping instead of the one passed in",
+    "clip with the clip_grad_norm function passed in as an argument, not torch.nn.utils.clip_grad_norm_ or "
+    "another of your own: the caller decides how to clip",
+)
+def loop_torch_clip(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    clip = lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)  # noqa: E731
+    return _loop_with(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip)
+
+
+@bank.mistake(
+    "the notebook's schedule instead of the one passed in",
+    "set each step's rate with the lr_schedule function passed in as an argument, not with a schedule of your "
+    "own: the caller decides the schedule",
+)
+def loop_own_schedule(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):
+    clip = lambda: _clip(model, cfg, clip_grad_norm)  # noqa: E731
+    return _loop_with(model, optimizer, train_ids, cfg, n_steps, _course_schedule, clip)
 
 
 # -- accepted alternatives -----------------------------------------------------------------------

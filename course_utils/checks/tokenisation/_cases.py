@@ -10,10 +10,13 @@
 
 from __future__ import annotations
 
+import functools
 import random
+import string
 
 from course_utils.corpus import corpus_slice, load_corpus
-from course_utils.tokenisation.bpe import WORKED_CORPUS
+from course_utils.checks.core import Case
+from course_utils.tokenisation.bpe import EOW, WORKED_CORPUS
 
 SLICE_BYTES = 12_000
 
@@ -56,3 +59,32 @@ def corpus_case_text(seed: int) -> str:
     corpus = load_corpus()
     start = corpus.index("\n", (seed * 1_234_567) % (len(corpus) - 100_000)) + 1
     return corpus_slice(corpus[start:], SLICE_BYTES)
+
+
+def keyed_letters(cases_fn):
+    """``cases_fn`` whose hidden cases (seed >= 1) have their lowercase ASCII letters renamed by a permutation
+    drawn from ``random.Random`` seeded with the seed, which the grader keys by its secret: every count, overlap,
+    tie and early stop keeps its shape, but the strings of a hidden case differ from key to key (issue #43
+    point 5). The end marker ``</w>`` and anything that is not a string stay as they are."""
+
+    @functools.wraps(cases_fn)
+    def cases(seed: int) -> list[Case]:
+        found = cases_fn(seed)
+        if not seed:
+            return found
+        letters = list(string.ascii_lowercase)
+        random.Random(1_000_003 * seed + 101).shuffle(letters)
+        table = str.maketrans(string.ascii_lowercase, "".join(letters))
+
+        def rename(value):
+            if isinstance(value, str):
+                return EOW.join(part.translate(table) for part in value.split(EOW))
+            if isinstance(value, (tuple, list)):
+                return type(value)(rename(v) for v in value)
+            if isinstance(value, dict) and all(isinstance(k, (str, tuple)) for k in value):
+                return {rename(k): rename(v) for k, v in value.items()}
+            return value
+
+        return [Case(f"{c.label} (letters renamed by the key)", rename(c.args), rename(c.kwargs)) for c in found]
+
+    return cases

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.tokenisation._cases import corpora
+from course_utils.checks.tokenisation._cases import corpora, keyed_letters
 from course_utils.tokenisation.bpe import count_pairs, split_corpus
 
 bank = Bank()
@@ -74,7 +74,7 @@ def pairs_by_summing_counters(words):
 COUNT_PAIRS = Exercise(
     name="bpe_count_pairs",
     reference=count_pairs,
-    cases=lambda seed: [Case(label, (split_corpus(wc),)) for label, wc in corpora(seed)],
+    cases=keyed_letters(lambda seed: [Case(label, (split_corpus(wc),)) for label, wc in corpora(seed)]),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

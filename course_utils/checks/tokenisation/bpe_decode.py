@@ -11,6 +11,7 @@ import re
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
+from course_utils.checks.tokenisation._cases import keyed_letters
 from course_utils.tokenisation.bpe import EOW, WORKED_CORPUS, build_vocab, decode_ids, encode_word, train_bpe
 
 
@@ -73,7 +74,7 @@ def decode_with_regex(ids, vocab):
 DECODE_IDS = Exercise(
     name="bpe_decode",
     reference=decode_ids,
-    cases=decode_cases,
+    cases=keyed_letters(decode_cases),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

@@ -11,13 +11,14 @@ import re
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.tokenisation._cases import merge, random_counts
+from course_utils.checks.tokenisation._cases import merge, random_counts, keyed_letters
 from course_utils.tokenisation import bpe
 from course_utils.tokenisation.bpe import EOW, WORKED_CORPUS, encode_word, train_bpe
 
 
 def encode_cases(seed: int) -> list[Case]:
-    """Three words with the 5 worked merges, then three words of a seeded random corpus with its 6 merges."""
+    """Three words with the 5 worked merges, three words of a seeded random corpus with its 6 merges, then a
+    word where two merges compete for a letter."""
     rng = random.Random(seed)
     merges = train_bpe(WORKED_CORPUS, 5)
     cases = [
@@ -29,6 +30,11 @@ def encode_cases(seed: int) -> list[Case]:
     merges = train_bpe(wc, 6)
     for word in list(wc)[:3]:
         cases.append(Case(f"{word!r} with 6 merges learned on a random corpus (seed {seed})", (word, merges)))
+    a, b, c = rng.sample("abcdefghijklmnopqrstuvwxyz", 3)
+    cases.append(Case(  # the merges compete for the middle letter: the one learned first wins
+        f"merges [({b!r}, {c!r}), ({a!r}, {b!r})] on {a + b + c!r}: the merges compete for {b!r}",
+        (a + b + c, [(b, c), (a, b)]),
+    ))
     return cases
 
 
@@ -42,6 +48,21 @@ def encode_no_eow(word, merges):
     for pair in merges:
         symbols = merge(symbols, pair)
     return list(symbols)
+
+
+@bank.mistake(
+    "merges in any order",
+    "when two merges could apply to the same symbols, the one learned first wins: go through the merges in "
+    "their order, not through the word looking for any known pair",
+)
+def encode_any_order(word, merges):
+    """Joins the leftmost neighbouring pair that is any merge, whatever its rank."""
+    known, symbols = {tuple(p) for p in merges}, [*word, EOW]
+    while True:
+        i = next((i for i, pair in enumerate(zip(symbols, symbols[1:])) if pair in known), None)
+        if i is None:
+            return symbols
+        symbols[i : i + 2] = [symbols[i] + symbols[i + 1]]
 
 
 @bank.mistake("reversed order", "replay the merges in the order they were learned (first merge first)")
@@ -91,7 +112,7 @@ def encode_with_merge_pair(word, merges):
 ENCODE_WORD = Exercise(
     name="bpe_encode_word",
     reference=encode_word,
-    cases=encode_cases,
+    cases=keyed_letters(encode_cases),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

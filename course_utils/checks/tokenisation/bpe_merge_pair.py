@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.tokenisation._cases import corpora, merge
+from course_utils.checks.tokenisation._cases import corpora, merge, keyed_letters
 from course_utils.tokenisation.bpe import EOW, WORKED_CORPUS, count_pairs, merge_pair, split_corpus
 
 
@@ -117,7 +117,7 @@ def merge_recursively(words, pair):
 MERGE_PAIR = Exercise(
     name="bpe_merge_pair",
     reference=merge_pair,
-    cases=merge_cases,
+    cases=keyed_letters(merge_cases),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.tokenisation._cases import corpora
+from course_utils.checks.tokenisation._cases import corpora, keyed_letters
 from course_utils.checks.tokenisation.bpe_count_pairs import pairs_by_index, pairs_with_pairwise
 from course_utils.checks.tokenisation.bpe_merge_pair import merge_recursively, merge_with_regex
 from course_utils.tokenisation import bpe
@@ -111,8 +111,10 @@ def train_from_scratch(word_counts, n_merges):
 TRAIN_BPE = Exercise(
     name="bpe_train",
     reference=train_bpe,
-    cases=lambda seed: [Case(f"{label}, {n} merges", (wc, n)) for (label, wc), n in zip(corpora(seed), (5, 3, 6, 8))]
-    + [Case("ab x2 and b x1, 6 merges (no pair is left after 2: stop early)", ({"ab": 2, "b": 1}, 6))],
+    cases=keyed_letters(
+        lambda seed: [Case(f"{label}, {n} merges", (wc, n)) for (label, wc), n in zip(corpora(seed), (5, 3, 6, 8))]
+        + [Case("ab x2 and b x1, 6 merges (no pair is left after 2: stop early)", ({"ab": 2, "b": 1}, 6))]
+    ),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

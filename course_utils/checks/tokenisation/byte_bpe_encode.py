@@ -78,7 +78,14 @@ def encode_cases(seed: int) -> list[Case]:
     rng = random.Random(seed)
     lines = [line for line in corpus_case_text(seed).splitlines() if len(line) > 20]
     texts = ENCODE_TEXTS + rng.sample(lines, 3)
+    if seed:  # hidden: each fixed text after a word drawn from random.Random(seed), which the grader keys
+        texts = [f"{rng.choice(_LEAD_WORDS)} {text}" for text in ENCODE_TEXTS] + texts[len(ENCODE_TEXTS):]
     return [Case(f"{text!r} with GPT-2's ranks", (text, ranks)) for text in texts]
+
+
+# words put before a hidden case's fixed text, so that its input depends on the grader's key
+_LEAD_WORDS = ("the", "river", "quietly", "seven", "lantern", "marble", "over", "Winter", "yes", "orchard", "Tokyo",
+               "photograph", "beneath", "scarlet", "Hamlet", "whisper", "thirty", "engine", "meadow", "clockwork")
 
 
 def _merged_parts(piece, ranks, choose):

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.tokenisation._cases import SLICE_BYTES, corpus_case_text
+from course_utils.checks.tokenisation._cases import SLICE_BYTES, corpus_case_text, keyed_letters
 from course_utils.tokenisation.pretokenise import GPT2_PATTERN, pretokenise
 from course_utils.tokenisation.trainer import chunk_counts, learn_merges
 
@@ -182,7 +182,7 @@ def train_sorted_max(text, n_merges):
 BYTE_TRAIN = Exercise(
     name="byte_bpe_train",
     reference=learn_byte_merges,
-    cases=train_cases,
+    cases=keyed_letters(train_cases),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

@@ -12,6 +12,7 @@ import random
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
+from course_utils.checks.tokenisation._cases import keyed_letters
 from course_utils.tokenisation.unigram import viterbi_segment
 
 
@@ -158,7 +159,7 @@ def viterbi_backwards(word, probs):
 VITERBI = Exercise(
     name="unigram_viterbi",
     reference=viterbi_segment,
-    cases=viterbi_cases,
+    cases=keyed_letters(viterbi_cases),
     run=_run_viterbi,
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,

@@ -1,7 +1,8 @@
 """Exercise ``wordpiece_score(words, pair)``: WordPiece's merge criterion for one pair of a split corpus.
 
 The score is count(pair) / (count(a) x count(b)), every count weighted by its word's count, and 0 for
-a pair that never occurs. Any number type passes (a float, a ``Fraction``), judged at float32 precision.
+a pair that never occurs, also when its symbols never occur (0/0; the notebook states it). Any number
+type passes (a float, a ``Fraction``), judged at float32 precision.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from fractions import Fraction
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.tokenisation._cases import corpora
+from course_utils.checks.tokenisation._cases import corpora, keyed_letters
 from course_utils.tokenisation import bpe
 from course_utils.tokenisation.bpe import WORKED_CORPUS, count_pairs, split_corpus
 from course_utils.tokenisation.wordpiece import count_symbols, wordpiece_score
@@ -88,10 +89,20 @@ def score_in_logs(words, pair):
     return math.exp(math.log(together) - math.log(singles[pair[0]]) - math.log(singles[pair[1]]))
 
 
+@bank.alternative("the formula guarded by its denominator (0 when a symbol never occurs, as the notebook states)")
+def score_guarded(words, pair):
+    singles = Counter()
+    for symbols, n in words.items():
+        for s in symbols:
+            singles[s] += n
+    denominator = singles[pair[0]] * singles[pair[1]]
+    return bpe.count_pairs(words).get(tuple(pair), 0) / denominator if denominator else 0.0
+
+
 WORDPIECE_SCORE = Exercise(
     name="wordpiece_score",
     reference=wordpiece_score,
-    cases=score_cases,
+    cases=keyed_letters(score_cases),
     mistakes=bank.mistakes,
     alternatives=bank.alternatives,
     hints=[

@@ -10,13 +10,23 @@ import torch
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
-from course_utils.checks.shared import rows_sum_to_one
+from course_utils.checks.shared import rows_sum_to_one, keyed_uniform
 from course_utils.softmax import softmax
 
 
 def stable_softmax(x):
     """Reference for the warm-up: softmax over the last dimension, safe for large logits."""
     return softmax(x, dim=-1)
+
+
+def _near_ten_thousand(seed: int) -> torch.Tensor:
+    """Logits near ±10,000 a few units apart; on hidden seeds each row moved by up to ±1,000 and each logit by up
+    to ±0.5 (in eighths), drawn from a generator the grader keys by its secret."""
+    logits = torch.tensor([[10_000.0, 9_998.0, -10_000.0], [-10_000.0, -9_999.0, -10_000.5]], dtype=torch.float64)
+    if seed:
+        moved = keyed_uniform(seed, -1000, 1000, (2, 1)) + keyed_uniform(seed, -0.5, 0.5, (2, 3), stream=1)
+        logits = logits + (8 * moved).round() / 8  # eighths: exact in float32 at this size, as the public case is
+    return logits
 
 
 def _cases(seed: int) -> list[Case]:
@@ -27,8 +37,7 @@ def _cases(seed: int) -> list[Case]:
         Case(
             "logits near ±10,000",
             (
-                torch.tensor([[10_000.0, 9_998.0, -10_000.0], [-10_000.0, -9_999.0, -10_000.5]], dtype=torch.float64)
-                + seed,
+                _near_ten_thousand(seed),
             ),
         ),
         Case("float32 logits in a (2, 2, 4) tensor", (4 * torch.randn(2, 2, 4, generator=gen),)),

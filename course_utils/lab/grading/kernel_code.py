@@ -65,8 +65,45 @@ def _course_lab_unwrap(obj):
         obj = inner
     return obj
 
+def _course_lab_script_file(obj):
+    # a TorchScript function or module (torch.jit.trace / torch.jit.script) runs no Python frame: the
+    # files its graph was compiled from (source ranges), and its qualified name, say where it came from
+    import re
+    try:
+        graph = getattr(obj, "inlined_graph", None) or getattr(obj, "graph", None)
+        names = [str(getattr(obj, "qualified_name", "") or getattr(obj, "original_name", ""))]
+        files = re.findall(r"# (\S+\.py):\d+", str(graph)) if graph is not None else []
+    except Exception:
+        return None
+    course = [f for f in files if "course_utils" in f]
+    course += [f"<torchscript>/course_utils/{n}" for n in names if "course_utils" in n.split(".")]
+    return course[0] if course else None
+
+def _course_lab_uses_script(obj):
+    # the course file of a TorchScript object bound to the name, or one its function reaches (a global
+    # name, a closure cell, a default), else None
+    import types
+    found = _course_lab_script_file(obj)
+    if found or not isinstance(obj, types.FunctionType):
+        return found
+    reached = [obj.__globals__.get(n) for n in obj.__code__.co_names] + list(obj.__defaults__ or ())
+    for cell in obj.__closure__ or ():
+        try:
+            reached.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    for value in reached:
+        if type(value).__module__.startswith("torch.jit"):
+            found = _course_lab_script_file(value)
+            if found:
+                return found
+    return None
+
 def _course_lab_fingerprint(obj):
     import hashlib, types
+    script = _course_lab_uses_script(_course_lab_unwrap(obj))
+    if script:
+        return script, None
     if isinstance(obj, type):
         members = [_course_lab_unwrap(getattr(v, "__func__", v)) for k, v in sorted(vars(obj).items())]
         codes = [m.__code__ for m in members if isinstance(m, types.FunctionType)]
