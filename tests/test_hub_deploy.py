@@ -61,6 +61,23 @@ def test_a_login_from_the_prebuilt_release_hands_out_what_the_solutions_would(co
     assert sorted(again.kept) == sorted(SAMPLE) and not again.added and not again.updated_beside
 
 
+def test_a_login_from_the_release_is_a_hash_and_a_copy(prebuilt, tmp_path):
+    """`course-lab update` from the version built at install neither builds student versions nor imports torch
+    (a login was ~4 CPU-s, half of it importing torch for the checks); a release file edited since it was
+    written is built again (and checked for leaks) as a solution notebook would be."""
+    code = ("import sys; from course_utils.lab.cli import main; code = main(['update', '--source', sys.argv[1], "
+            "'--folder', sys.argv[2]]); print('torch imported:', 'torch' in sys.modules); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code, str(prebuilt), str(tmp_path / "a")], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and "torch imported: False" in done.stdout, done.stdout + done.stderr
+    edited = tmp_path / "edited"
+    shutil.copytree(prebuilt, edited)
+    (edited / SAMPLE[0]).write_text((edited / SAMPLE[0]).read_text().replace("Welcome", "Welcome back", 1))
+    done = subprocess.run([sys.executable, "-c", code, str(edited), str(tmp_path / "b")], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and "torch imported: True" in done.stdout, done.stdout + done.stderr
+
+
 def test_first_login_closes_an_open_home_and_course_and_starts_the_server_with_a_private_umask(prebuilt, tmp_path):
     home = tmp_path / "home"
     update_workspace(prebuilt, home / "course")  # a copy an older first-login.sh made (umask 022) ...

@@ -59,7 +59,9 @@ ERROR_HINTS: tuple[tuple[str, str], ...] = (
     ),
 )
 
-HIDDEN_SEEDS = (1, 2)  # the seeds of the grader's hidden cases (``course-lab grade --hidden-seeds``' default)
+# the seeds of the grader's hidden cases, kept with the grader's other defaults (torch-free, so that
+# `course-lab update` at a hub login never imports torch)
+from course_utils.lab.limits import HIDDEN_SEEDS  # noqa: E402
 
 
 def passed_line(cases: int, seed: int = 0) -> str:

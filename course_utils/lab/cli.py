@@ -19,8 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from course_utils.checks.outcome import HIDDEN_SEEDS
-from course_utils.lab.limits import DEFAULTS
+from course_utils.lab.limits import DEFAULTS, HIDDEN_SEEDS
 from course_utils.lab.release.notebook_diff import add_command as add_diff_command
 from course_utils.lab.release.release import ReleaseError, release
 from course_utils.lab.release.standing import add_command as add_progress_command

@@ -1110,7 +1110,9 @@ check_group_limited_gates(group_limited_gates)
 #
 # with DeepSeek-V3's router: affinities $\sigma(x_t W_\text{router})$, the $k$ routed experts with the
 # largest affinity plus bias, gates $g_{t,i}$ the chosen affinities (without the bias) divided by
-# their sum. Run each routed expert once, on the tokens that chose it. Write the router yourself
+# their sum. Aim for grouped dispatch as in section 3, each routed expert run once on the tokens that
+# chose it; the check compares what the layer returns, so a dense or per-token version passes too
+# (the difference is the cost: section 3 timed it). Write the router yourself
 # rather than calling `moe_deepseek`; the check compares your layer with the course's
 # `moe_deepseek.deepseek_moe`, which the course's tests compare with `transformers`' `DeepseekV3MoE`.
 

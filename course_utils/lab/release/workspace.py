@@ -27,6 +27,7 @@ from pathlib import Path
 
 import nbformat
 
+from course_utils.lab.release.owned_files import RELEASE_MARKER, read_marker
 from course_utils.lab.release.release import collect_notebooks, read_notebook, student_version
 
 MANIFEST = ".course-release.json"
@@ -165,6 +166,17 @@ def _write_manifest(folder: Path, handed_out: dict[str, Handed]) -> None:
     (folder / MANIFEST).write_text(json.dumps(data, indent=1) + "\n")
 
 
+def _student_version_of(path: Path, source: Path) -> nbformat.NotebookNode:
+    """The student's version of the notebook at ``path``: built from a solution notebook, or read as it is
+    from a folder ``course-lab release`` wrote (its marker lists the file), which holds student versions
+    already (a JupyterHub login from the version built at install: a hash and a copy, no torch import)."""
+    nb = read_notebook(path)
+    digest = (read_marker(source, RELEASE_MARKER, "release") or {}).get(path.name)
+    if digest is not None and hashlib.sha256(path.read_bytes()).hexdigest() == digest:  # as release wrote it
+        return nb
+    return student_version(nb, path.name)
+
+
 def update_workspace(source: Path, folder: Path) -> WorkspaceReport:
     """Bring ``folder`` (the student's copy) up to date with the course notebooks in ``source``.
 
@@ -174,7 +186,7 @@ def update_workspace(source: Path, folder: Path) -> WorkspaceReport:
     source, folder = Path(source), Path(folder)
     if folder.resolve() == source.resolve():
         raise ValueError(f"folder must differ from source (both are {source})")
-    versions = {path.name: student_version(read_notebook(path), path.name) for path in collect_notebooks(source)}
+    versions = {path.name: _student_version_of(path, source) for path in collect_notebooks(source)}
     folder.mkdir(parents=True, exist_ok=True)
     handed_out = read_manifest(folder)
     report = WorkspaceReport(folder)
