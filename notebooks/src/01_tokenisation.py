@@ -786,8 +786,10 @@ for text in ["tokenisation", "strawberry", " strawberry", "cat", " cat"]:
 # %% [markdown]
 # * `" cat"` and `"cat"` are different tokens with unrelated ids: the leading space is part of the
 #   token.
-# * `strawberry` is two or three chunks, not ten letters, which is one reason language models
-#   stumble when asked to count its r's.
+# * `strawberry` is one chunk (the pre-tokeniser never splits a run of letters), and BPE cuts that
+#   chunk into the tokens printed above; with its leading space it is a single token. Either way the
+#   model never sees ten letters, which is one reason language models stumble when asked to count its
+#   r's.
 #
 # How much text does a token carry? A common rule of thumb for English is about 0.75 words per
 # token. Measured on the course corpus (words = whitespace-separated pieces; fast tiktoken
