@@ -333,7 +333,8 @@ for name, preset in counting.PRESETS.items():
 
 # %% [markdown]
 # The course's own model gives the same answer. `course_utils.gpt.GPT` is the decoder you build and
-# train in notebook 09 (learned positions, LayerNorm, biases, tied embeddings: GPT-2's choices). Built
+# train in notebook 09 (learned positions, LayerNorm, biases: GPT-2's choices; the embeddings can be
+# tied as in GPT-2, though the model 09 trains keeps a separate unembedding, printed below). Built
 # on `meta` at GPT-2 small's and at GPT-3's sizes, its parameters add up to the counter's strict,
 # GPT-2-style totals.
 
@@ -348,6 +349,9 @@ for name in ("GPT-2 small", "GPT-3 175B"):
     built = sum(p.numel() for p in capstone.parameters())
     print(f"{name:>11}: notebook 09's GPT has {built:,} parameters, "
           f"counter agrees: {built == counting.count_parameters(preset)['total']}")
+from course_utils.checkpoint import COURSE_MODEL
+
+print(f"the model notebook 09 trains: tie_embeddings={COURSE_MODEL.tie_embeddings} (its own W_U)")
 
 # %% [markdown]
 # That module is the course's own, so it is not an independent witness. The independent ones are
@@ -675,6 +679,19 @@ print(f"total - 2N = {gpt3_ops['total'] - rule:,} = scores + reduce + unembeddin
 # At GPT-3's size the MLP and the projections are nearly everything; attention's two products over
 # the context and the unembedding are the part of the count that 2N leaves out.
 #
+# Our attention term is twice the one in Kaplan et al.'s Table 1. They count
+# `2 n_layers n_ctx d_attn` FLOPs per token, about what a token does when it meets, on average, half
+# the context (the causal half of the square); we count every query against every key of the window,
+# the full square that a dense attention kernel computes, `4 n_layers seq_len d_model`:
+
+# %%
+gpt3_shape = counting.GPT3_175B
+kaplan_attention = 2 * gpt3_shape.n_layers * 2048 * gpt3_shape.d_model  # Table 1: 2 n_layer n_ctx d_attn
+our_attention = gpt3_ops["scores"] + gpt3_ops["reduce"]
+print(f"GPT-3 at 2,048 tokens, attention FLOPs per token: {our_attention:,} here, {kaplan_attention:,} by Kaplan "
+      f"et al.'s Table 1 ({our_attention / kaplan_attention:.0f}x)")
+
+# %% [markdown]
 # ### Capacity and cost of a mixture of experts
 #
 # For Mixtral the two answers differ by a factor of more than three: the FLOPs per token follow the
@@ -685,8 +702,9 @@ moe = compute.moe_capacity_and_cost(counting.MIXTRAL_8X7B, seq_len=4096)
 print(f"total parameters:  {moe['total_parameters'] / 1e9:.1f}B")
 print(f"active parameters: {moe['active_parameters'] / 1e9:.1f}B ({moe['active_fraction']:.1%} of the total)")
 print(f"forward FLOPs per token: {moe['flops_per_token']:.3g} (with one expert per layer: {moe['flops_per_token_one_expert']:.3g})")
-dense_equivalent = compute.approximate_forward_flops(counting.MIXTRAL_8X7B.with_(experts_per_token=8))
-print(f"a dense model of the same size would cost 2N = {dense_equivalent:.3g} per token")
+every_expert = compute.forward_flops(counting.MIXTRAL_8X7B.with_(experts_per_token=8), seq_len=1)["weights"]
+print(f"a dense model of the same size (every expert for every token) would cost {every_expert / 1e9:.1f} GFLOP "
+      f"per token through its weights (notebook 07's figure)")
 
 # %% [markdown]
 # ## 6. From parameters to bytes
@@ -740,8 +758,9 @@ print(f"full recomputation redoes the whole forward pass: 8N instead of 6N per t
 # dropout take most of the memory. Hence **recomputation**: *selective* recomputation keeps `34sbh`
 # and recomputes the scores during the backward pass, for a small share of extra FLOPs; *full*
 # recomputation keeps only each layer's input (`2sbh`) and reruns the whole layer's forward pass,
-# trading memory for a third more arithmetic. Without dropout (as Llama-style models train) the
-# count is `32sbh + 2as²b`; kernels such as FlashAttention never store the scores at all.
+# trading memory for a third more arithmetic. Without dropout (Llama and most recent models train
+# without it) this block's count is `32sbh + 2as²b`; a Llama block, with RMSNorm and a gated MLP of
+# another width, keeps a different amount; kernels such as FlashAttention never store the scores at all.
 #
 # Activations grow with the batch, weights and optimizer state do not; none of this fits GPT-3 on
 # one accelerator, which is why such models are trained across many.
@@ -815,8 +834,12 @@ for name, c in (("Llama 3 8B (8 KV heads)", llama), ("same without GQA (32 KV he
 # ### Time to train at a given MFU
 #
 # An accelerator's datasheet gives its peak FLOP/s; a real training run reaches a fraction of it,
-# its **model FLOPs utilisation** (MFU, Chowdhery et al. 2022): the model's 6N FLOPs per token times
-# the tokens per second, over the peak. MFU counts only the model's own FLOPs, so the extra forward
+# its **model FLOPs utilisation** (MFU, Chowdhery et al. 2022): the model's FLOPs per token times
+# the tokens per second, over the peak. PaLM's definition counts the model's FLOPs per token as 6N plus
+# attention's term, `12 n_layers d_model seq_len` (the forward attention products above, three times
+# over for the forward and backward passes); for GPT-3 at its context that term is a few percent
+# (printed below), and the estimate here keeps 6N, as the 6ND figure above does. MFU counts only the
+# model's own FLOPs, so the extra forward
 # pass of full recomputation is work the hardware does but MFU does not credit. Well-tuned large
 # runs reach roughly 40 to 50%; we assume 40%. Time to train is then 6ND / (accelerators x peak x MFU).
 # The last line redoes the estimate of Narayanan et al. 2021 (Megatron-LM), who counted the hardware's
@@ -828,6 +851,9 @@ from course_utils.training_time import training_seconds
 
 gpt3_flops = compute.training_flops(gpt3_n, 300e9)
 n_accelerators, mfu = 1024, 0.4
+palm_attention = 12 * gpt3_shape.n_layers * gpt3_shape.d_model * 2048  # per token, forward and backward
+print(f"PaLM's attention term for GPT-3 at 2,048 tokens: {palm_attention:.3g} FLOPs per token, "
+      f"{palm_attention / (6 * gpt3_n):.1%} on top of 6N")
 for accelerator in (A100_80GB, H100_SXM):
     days = training_seconds(gpt3_flops, n_accelerators, accelerator.peak_flops, mfu) / 86400
     print(f"GPT-3 ({gpt3_flops:.3g} FLOPs) on {n_accelerators:,} x {accelerator.name} "
@@ -865,7 +891,9 @@ print(f"GPT-3's budget spent the Chinchilla way: N = {n_opt / 1e9:.0f}B paramete
 # weight per sequence. In bf16 a weight is 2 bytes, so at batch 1 that is **1 FLOP per byte read**
 # (2 with 1-byte weights). An accelerator's ratio of peak FLOP/s to memory bandwidth is in the
 # hundreds: it can do that many FLOPs in the time it reads one byte. A decode step at small batch
-# therefore waits on memory, and its time is about the bytes read over the bandwidth. Batching
+# therefore waits on memory, and its time is about the bytes read over the bandwidth. (Every weight
+# but one table: the input embedding is looked up, a row per token, so the bytes read per step are the
+# weights without it, less than the weights held, as the first lines below print.) Batching
 # helps, because sequences share the weights. It does not help the **KV cache**: each sequence reads
 # its own keys and values, 2 FLOPs per cached number per query head that reads it, so its
 # arithmetic intensity stays at `n_heads / n_kv_heads` FLOPs per byte in bf16 whatever the batch.
@@ -876,6 +904,10 @@ from course_utils.decoding import decode_step, decode_step_seconds
 
 for accelerator in (A100_80GB, H100_SXM):
     print(f"{accelerator.name}: {accelerator.flops_per_byte:.0f} FLOPs per byte read (peak / bandwidth)")
+llama_counts = counting.count_parameters(llama)
+print(f"Llama 3 8B's weights in bf16: {2 * llama_counts['total'] / GB:.1f} GB held, of which the embedding table's "
+      f"{2 * llama_counts['embedding'] / GB:.1f} GB is looked up (one row per token), not read whole: "
+      f"{decode_step(llama, 0, 1)['weight_bytes'] / GB:.1f} GB read per step")
 context = 2048
 for batch in (1, 8, 32, 128):
     step = decode_step(llama, context, batch)
