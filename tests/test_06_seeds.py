@@ -52,12 +52,20 @@ def test_twenty_in_five_sweep_and_its_sae(seed, margins):
     sae = SparseAutoencoder(d_in=5, d_sae=40, seed=seed)
     train_sparse_autoencoder(sae, hidden_activation_sampler(many, instance), steps=1000, batch_size=512, l1=0.1,
                              seed=seed)
-    _, found = recovered_features(true_W.T[represented], sae.directions().detach(), threshold=0.9)
+    best, found = recovered_features(true_W.T[represented], sae.directions().detach(), threshold=0.9)
     random_dictionary = torch.randn(40, 5, generator=torch.Generator().manual_seed(0))
     _, by_chance = recovered_features(true_W.T[represented], random_dictionary)
-    assert found.all() and int(by_chance.sum()) < int(found.sum()) / 2
+    assert int(by_chance.sum()) < int(found.sum()) / 2
+    # "most, not always all" (toy seed 5 gives 11 of 13); the notebook's own run (seed 0) finds every one
+    margins.above("06 SAE: over 3/4 of the represented directions found", found.float().mean(), 0.75)
+    if seed == 0:
+        margins.above("06 SAE: every direction found on the notebook's seed (worst cosine > 0.9)", best.min(), 0.9)
     held_out = many.generate_batch(8192, torch.Generator().manual_seed(2))
-    d = sae_diagnostics(sae, many.hidden(held_out)[:, instance].detach())
+    h = many.hidden(held_out)[:, instance].detach()  # (batch, 5)
+    d = sae_diagnostics(sae, h)
+    with torch.no_grad():
+        shrink = (sae(h)[1] * h).sum() / h.square().sum()  # reconstruction's scale along the input
+    margins.below("06 SAE: shrinkage, the reconstruction's scale below 1", shrink, 1.0)
     true_active = (held_out[:, instance, represented] > 0).sum(dim=-1).float().mean().item()
     margins.above("06 SAE: variance explained over 0.95", d.variance_explained, 0.95)  # "nearly complete"
     margins.check("06 SAE: 1 to 10 dead latents", min(d.n_dead - 0.5, 10.5 - d.n_dead))  # "a few never fire"
