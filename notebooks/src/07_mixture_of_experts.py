@@ -444,8 +444,11 @@ print(f"every expert takes {chosen_tokens.shape[1]} tokens; tokens by the number
 # %% [markdown]
 # Every expert is exactly full, yet some tokens get no expert at all (the residual carries them,
 # as it carries dropped tokens) while others get several. The choice of a token also depends on the
-# other tokens of the batch, later ones included: fine for training an encoder, awkward for
-# generating one token at a time, which is why decoder-only models kept token choice.
+# other tokens of the batch, later ones included. That is fine for an encoder, but a decoder is
+# trained to predict each token from the ones before it: whether an expert takes token $t$ depends on
+# how the tokens after $t$ score, so the output at $t$, and the loss there, carry information from the
+# future, already in training. At generation the later tokens do not exist yet. Both are why
+# decoder-only models kept token choice.
 
 # %% [markdown]
 # ## 6 · The same layer as Mixtral's
@@ -671,6 +674,16 @@ print(f"tokens with Z > 0: {int((Z > 0).sum())} of {big.shape[0]}; "
 #   average load, down if it got more. No extra term touches the gradient. This run applies the
 #   rule to this notebook's softmax router; DeepSeek-V3 applies it to sigmoid affinities and keeps
 #   a tiny sequence-wise loss besides (section 10).
+#
+# None of the three trains the z-loss or adds noise to the router, on purpose: the runs must differ
+# in their balancing only, from the same weights on the same batches. The z-loss is a guard for
+# numerics, against router logits that grow over a long run until bfloat16 rounds them coarsely and
+# their exponentials overflow; this toy trains in float32 for a few hundred steps. The results cell
+# prints, for each run, its largest router logit beside the largest whose exponential bfloat16 can
+# hold, and what $c_z$ times the z-loss would have added to the loss at the end: not a small number
+# next to this toy's task loss, so adding the term would change what the three runs compare. Router
+# noise (the noisy top-k gating of Shazeer et al., or Switch's multiplicative jitter on the router's
+# input) helps large runs explore the experts; here it would add a second random difference.
 
 # %%
 from course_utils.progress import progress_bar
@@ -692,6 +705,14 @@ even = moe_balancing.max_entropy_bits(cfg.n_experts)
 for name, run in runs.items():
     print(f"{name:>5}: final loss {run.eval_loss:.4f}, largest share {final[name].max().item():.3f}, "
           f"smallest share {final[name].min().item():.3f}, usage entropy {moe_balancing.usage_entropy(final[name]):.2f} of {even:.2f} bits")
+probe_x, _ = moe_experiment.probe_batch(cfg)
+exp_limit = math.log(torch.finfo(torch.bfloat16).max)  # the largest x whose exp(x) bfloat16 can hold
+for name, run in runs.items():
+    with torch.no_grad():
+        logits = probe_x @ run.model.W_router  # (tokens, n_experts)
+        z_term = c_z * moe_balancing.router_z_loss(logits).item()
+    print(f"{name:>5}: largest |router logit| {logits.abs().max().item():.1f} (bfloat16's exp holds up to "
+          f"{exp_limit:.1f}); c_z * z-loss {z_term:.4f} beside a task loss of {run.task_loss[-1]:.4f}")
 
 # %% [markdown]
 # One seed is one draw of the task, the initial weights and the batches. A claim about this
