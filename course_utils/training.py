@@ -156,7 +156,7 @@ def evaluate(model: nn.Module, ids: Int[Tensor, "n"], n_windows: int, impl: str 
 
 
 def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on matrices (2-d and up) only; biases and LayerNorm scales are not decayed.
+    """AdamW with weight decay on every tensor of 2 or more dims (matrices, embeddings, the per-head b_Q/b_K/b_V).
 
     PyTorch's fused kernel: one pass over each tensor per step (the step at nanoGPT's shape on a CPU
     thread: about 1.3 ms instead of 3; ``benchmarks/bench_gpt.py``).

@@ -102,3 +102,14 @@ def test_clip_worked_example_and_bad_arguments():
         adamw_step({}, {}, {}, {}, 0, 0.1)
     with pytest.raises(TypeError, match="model"):
         StepOptimizer("not a model", adamw_step)
+
+
+def test_make_optimizer_decays_what_notebook_09_says():
+    """09 states the rule once: every tensor of 2 or more dims, so the per-head b_Q/b_K/b_V are decayed
+    (nanoGPT's rule, whose biases are all 1-d) and b_O, b_in, b_out and LayerNorm's w and b are not."""
+    model = _model()
+    leaf = {id(p): name.rsplit(".", 1)[-1] for name, p in model.named_parameters()}
+    optimizer = make_optimizer(model, TrainConfig())
+    groups = {g["weight_decay"]: {leaf[id(p)] for p in g["params"]} for g in optimizer.param_groups}
+    assert groups[TrainConfig().weight_decay] >= {"b_Q", "b_K", "b_V", "W_Q", "W_E", "W_pos", "W_O", "W_in", "W_out"}
+    assert groups[0.0] == {"b_O", "b_in", "b_out", "w", "b"}

@@ -111,7 +111,7 @@
 # its share.
 #
 # 1. LayerNorm by hand; layer norm vs batch norm; pre-norm vs post-norm
-# 2. The model: blocks, your own GPT class by class, GPT-2's initialisation, the residual stream
+# 2. The model: blocks, your own GPT class by class, nanoGPT's initialisation, the residual stream
 #    piece by piece, logits and the loss
 # 3. Training: AdamW, warm-up and cosine decay, clipping, the training loop, the validation loss, a
 #    bigram baseline, and your GPT trained by your own code
@@ -219,8 +219,9 @@ fig = plot_stream_size(sizes)
 # %% [markdown]
 # The pre-norm stream still grows, but slowly, and that is by design. Each block adds two writes to
 # the stream (attention's and the MLP's), 2·n_layers in all; writes that start out independent add
-# their variances, so at equal size the sum would grow like √(2·n_layers). GPT-2's initialisation
-# therefore draws the two matrices that write into the stream, `W_O` and the MLP's `W_out`, with their
+# their variances, so at equal size the sum would grow like √(2·n_layers). The GPT-2 paper therefore
+# scales the residual layers' weights at initialisation, and nanoGPT's initialisation, which the course
+# follows, draws the two matrices that write into the stream, `W_O` and the MLP's `W_out`, with their
 # standard deviation divided by √(2·n_layers) (`GPT.reset_parameters` does it), so that the sum of
 # all the writes starts about as large as one unscaled write, whatever the depth. For the plotted
 # model and for the course model, and the 12-layer stream without the scaling:
@@ -491,7 +492,7 @@ check_gpt_forward(SmallGPT)
 # Stuck? `from course_utils.checks import hint`, then `hint("gpt_forward")` for a nudge and `hint("gpt_forward", 2)` for a stronger one.
 
 # %% [markdown]
-# ### Exercise: GPT-2's initialisation (2 points, difficulty 2/3, about 15 min)
+# ### Exercise: nanoGPT's initialisation (2 points, difficulty 2/3, about 15 min)
 #
 # Section 1 showed why the two matrices that write into the residual stream start smaller. Now write
 # the whole initialisation: `init_weights(model, generator)` sets, in place, every parameter of a model
@@ -507,6 +508,10 @@ check_gpt_forward(SmallGPT)
 # Draw every random number from `generator`, so that one seed always gives one model. The order of the
 # draws is yours: the check runs your function on course models and compares the size (root mean
 # square) of each parameter with the course's initialisation, and the constant ones exactly.
+#
+# This is nanoGPT's reading of GPT-2, not GPT-2's own code: nanoGPT draws every matrix and embedding
+# with one standard deviation, while GPT-2's released code draws the position table `W_pos` at 0.01,
+# half the token embedding's (the sizes notebook 02 prints; the last cell after this exercise prints both).
 
 # %%
 @torch.no_grad()  # the weights are set, not learned: nothing to record for backward
@@ -533,6 +538,21 @@ check_init_weights(init_weights)
 
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("init_weights")` for a nudge and `hint("init_weights", 2)` for a stronger one.
+#
+# The course's initialisation beside GPT-2's position table (notebook 02's `LearnedPositionEmbedding`
+# starts it as GPT-2's code does), the course's as the size of an entry (its root mean square):
+
+# %%
+import inspect
+
+from course_utils.positions import LearnedPositionEmbedding
+
+course_init = GPT(COURSE_MODEL)
+course_init.reset_parameters(torch.Generator().manual_seed(0))  # its own generator: the global seed is untouched
+gpt2_pos_std = inspect.signature(LearnedPositionEmbedding).parameters["init_std"].default
+print(f"course (nanoGPT's rule, std {COURSE_MODEL.init_std}): RMS of W_E {course_init.W_E.square().mean().sqrt():.3f}, "
+      f"of W_pos {course_init.W_pos.square().mean().sqrt():.3f}")
+print(f"GPT-2's code: W_pos drawn with std {gpt2_pos_std}")
 
 # %% [markdown]
 # **The residual stream is a sum.** Because every block only *adds*, the vector that reaches
@@ -656,16 +676,16 @@ print(f"loss at initialisation {init_loss:.2f}, ln(d_vocab) = ln {COURSE_MODEL.d
 # few to learn next-token statistics over 2,048 ids, plenty for 512. The recipe (`course_utils.training`):
 #
 # * random windows of n_ctx tokens; targets are the same windows shifted by one;
-# * **AdamW**: Adam's per-weight step size plus weight decay, applied to the matrices only (not biases
-#   or LayerNorm scales);
+# * **AdamW**: Adam's per-weight step size plus weight decay (which tensors it decays: the AdamW
+#   exercise below);
 # * the learning rate **warms up** linearly for the first steps, then follows a **cosine** down to a
 #   tenth of its peak;
 # * the gradient is **clipped** to norm 1, so one unlucky batch cannot throw the weights far.
 #
 # **Why warm up a pre-norm model?** Section 1 said pre-norm does not *need* warm-up, and that is what
 # the literature says: Xiong et al. (2020) trained pre-norm Transformers without the long warm-up
-# post-norm depends on. A short warm-up is still the usual practice (GPT-2, GPT-3 and nanoGPT all
-# have one) because of Adam rather than the architecture: in the first steps Adam divides each
+# post-norm depends on. A short warm-up is still the usual practice (the GPT-1 and GPT-3 papers state
+# one and nanoGPT has one; the GPT-2 paper states no learning-rate schedule at all) because of Adam rather than the architecture: in the first steps Adam divides each
 # gradient by a running average of its square built from only a few batches, so its first updates
 # are noisy and large (Liu et al. (2020) measured this variance and proposed RAdam to remove it).
 # This run warms up over a small share of its steps, printed below; section 1's claim is about not
@@ -701,10 +721,12 @@ fig = plot_schedule([lr_at(step, train_cfg) for step in range(train_cfg.steps)])
 # The "W" is **decoupled weight decay**: every step also shrinks the weight itself by a fraction
 # `lr * weight_decay`, outside the averages. Adding `weight_decay * p` to the gradient instead is
 # ordinary L2 regularisation, and with Adam it behaves differently, because the averages then rescale
-# the decay along with the gradient (Loshchilov and Hutter's point). The recipe decays only tensors with
-# two or more dimensions (the rule of `training.make_optimizer`, the same as nanoGPT's): the matrices,
-# the embeddings and the per-head biases `b_Q`, `b_K`, `b_V`, but not LayerNorm's scale and shift or
-# the one-dimensional biases.
+# the decay along with the gradient (Loshchilov and Hutter's point). The recipe's rule, the one
+# `training.make_optimizer` applies: decay every tensor with two or more dimensions, nothing else. That
+# is nanoGPT's rule too, but its meaning differs here: nanoGPT's biases are all one-dimensional, so it
+# decays no bias, while the course keeps `b_Q`, `b_K`, `b_V` per head, `(n_heads, d_head)`, so they are
+# decayed with the matrices and embeddings. LayerNorm's scale and shift and the other biases
+# (`b_O`, `b_in`, `b_out`) are not (the two groups are printed by name after the exercise).
 #
 # Write `adamw_step(params, grads, m, v, step, lr, betas, eps, weight_decay)`. The first four
 # arguments are dicts of tensors keyed by parameter name (as `model.named_parameters()` names them);
@@ -737,6 +759,15 @@ check_adamw_step(adamw_step)
 
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("adamw_step")` for a nudge and `hint("adamw_step", 2)` for a stronger one.
+#
+# The groups `training.make_optimizer` builds for the course model, each tensor by its last name:
+
+# %%
+from course_utils.training import make_optimizer
+
+leaf_names = {id(p): name.rsplit(".", 1)[-1] for name, p in model.named_parameters()}
+for group in make_optimizer(model, train_cfg).param_groups:
+    print(f"weight decay {group['weight_decay']}: {sorted({leaf_names[id(p)] for p in group['params']})}")
 
 # %% [markdown]
 # **The first step is a sign.** At step 1 the corrected averages are exactly `g` and `g²`, so the
@@ -1014,16 +1045,22 @@ if RUN_FULL_RECIPE:
 # `PROFILE` picks the profile. `"auto"` takes the GPU profile when the course's device is CUDA and the
 # CPU profile otherwise; `"cpu"` or `"gpu"` forces one (`"gpu"` needs a CUDA device). The CPU profile
 # trains nothing more here: the capstone above is its run and the committed checkpoint its result. The
-# validation losses are not quite like for like: the GPU model reads windows four times as long, and a
-# longer context alone lowers the loss a little, so part of its lead is the context and part the model.
+# validation losses are not quite like for like. The GPU model reads windows four times as long, and a
+# longer context alone lowers the loss a little; and it trains on many times the tokens, several
+# passes over the training text where the CPU run sees less than one (both printed below). So its lead
+# is part context, part data and part model, not the bigger model alone.
 
 # %%
 from course_utils.gpu_profile import CPU_PROFILE, GPU_PROFILE, choose_profile
 
 PROFILE = "auto"  # "auto", "cpu" or "gpu"
 cpu_val = committed_log["val_loss"][-1]
-print(CPU_PROFILE.describe())
-print(GPU_PROFILE.describe())
+seen = {}
+for p in (CPU_PROFILE, GPU_PROFILE):
+    seen[p.name] = p.train.steps * p.train.batch_size * p.model.n_ctx  # tokens read in training
+    print(p.describe())
+    print(f"     {seen[p.name]:,} tokens seen, {seen[p.name] / len(train_ids):.2f} passes over the training tokens")
+print(f"the GPU profile sees {seen['gpu'] / seen['cpu']:.0f}x the CPU profile's tokens")
 print(f"GPU profile's target: validation loss at most {cpu_val - 0.3:.3f} (the CPU run's {cpu_val:.3f} minus 0.3) "
       f"in at most 90 s of training; the GPU model's context is {GPU_PROFILE.model.n_ctx // CPU_PROFILE.model.n_ctx} "
       f"times as long")
@@ -1185,8 +1222,25 @@ print(f"a 7-token prompt filled to n_ctx ({COURSE_MODEL.n_ctx - 6} new tokens): 
 # the position; with it, everything but the q·k scores and the mixing costs one row, and those grow
 # only linearly. The saving is exactly pos + 1: without the cache each of the window's pos + 1 rows
 # does the work of the cached step's one row. So it grows with the context, and for a model with a
-# context of thousands of tokens it is thousands-fold late in a sequence. The cache costs memory
-# instead: two tensors of (batch, head, pos, d_head) per layer.
+# context of thousands of tokens it is thousands-fold late in a sequence.
+#
+# That saving is in multiply-adds, not in seconds. A cached step still reads every weight and the
+# whole cache from memory to do one row's arithmetic: about one multiply-add per number read, so it
+# waits on memory rather than on arithmetic (notebook 08, section 8), and the time it saves is far less
+# than the work. Per number read (every parameter once, plus the cached K and V rows), at the last
+# position:
+
+# %%
+n_weights = sum(p.numel() for p in trained.parameters())
+last = COURSE_MODEL.n_ctx - 1
+cache_numbers = 2 * COURSE_MODEL.n_layers * last * COURSE_MODEL.d_model  # K and V rows before this position
+for use_cache, numbers in ((False, n_weights), (True, n_weights + cache_numbers)):
+    work = decode_step_work(COURSE_MODEL, last, use_cache=use_cache)["total"]
+    print(f"{'with' if use_cache else 'without'} the cache: {work:,} multiply-adds over {numbers:,} numbers read, "
+          f"{work / numbers:.1f} per number")
+
+# %% [markdown]
+# The cache costs memory instead: two tensors of (batch, head, pos, d_head) per layer.
 #
 # ### Exercise: One KV-cache step (2 points, difficulty 3/3, about 15 min)
 #
@@ -1344,17 +1398,21 @@ print(f"previous-token head: layer {prev_layer} head {prev_head}, score {prev[pr
 pieces = [[tokenizer.decode([t]) for t in row] for row in windows.tolist()]
 inside = inside_word(pieces)[:, :-1]  # (32, n_ctx - 1): does the token at the scored position continue a word?
 print(f"{inside.float().mean():.0%} of the scored positions are inside a word")
+inside_ratio = {}  # (head, ablation) -> how many times more the loss rises inside words than elsewhere
 for name, (l, h) in {"previous-token": (prev_layer, prev_head), "newline": (layer, head)}.items():
     for mode in ("zero", "mean"):
         losses = head_ablation_losses(sampler, windows, l, h, mode=mode)
         change = losses["ablated"] - losses["clean"]  # (32, n_ctx - 1) nats
+        inside_ratio[name, mode] = (change[inside].mean() / change[~inside].mean()).item()
         print(f"{name} head (layer {l} head {h}), {mode}-ablated: loss {change[inside].mean():+.3f} nats inside "
               f"words, {change[~inside].mean():+.3f} elsewhere ({change[inside].mean() / change[~inside].mean():.1f}x), "
               f"{change.mean():+.3f} overall")
+this_run = [inside_ratio["previous-token", mode] for mode in ("zero", "mean")]
+print(f"previous-token head, inside words ÷ elsewhere: {min(this_run):.1f}x to {max(this_run):.1f}x over the two ablations")
 
 # %% [markdown]
-# In this run both ablations agree: without the previous-token head the loss rises 2.6 to 2.8 times
-# more inside words than elsewhere, so the model uses it to read the word so far. The newline head costs
+# In this run both ablations agree: without the previous-token head the loss rises several times
+# more inside words than elsewhere (the last line above gives the range over the two ablations), so the model uses it to read the word so far. The newline head costs
 # far less overall: what it does is either small or shared with other heads. How much of this is the
 # recipe and how much is this one run's luck is the subject of the end of the section. First, the
 # patterns of that head and every other, on a shorter stretch (static), then the interactive viewer of
@@ -1409,6 +1467,9 @@ for mode in ("zero", "mean"):
     print(f"  {mode}-ablated previous-token head, inside words ÷ elsewhere: "
           f"{spread([h['previous'][mode][0] / h['previous'][mode][1] for h in heads])}")
 print(f"  newline head's share over chance: {spread([h['delimiter']['ratio'] for h in heads])}")
+every_ratio = [h["previous"][mode][0] / h["previous"][mode][1] for h in heads for mode in ("zero", "mean")]
+print(f"  inside words ÷ elsewhere over every seed and both ablations: from {min(every_ratio):.1f}x "
+      f"to {max(every_ratio):.1f}x (seed 0 alone: {min(this_run):.1f}x to {max(this_run):.1f}x)")
 print(f"  newline head's overall cost ÷ the previous-token head's (zero-ablated): "
       f"{spread([h['delimiter']['zero'][2] / h['previous']['zero'][2] for h in heads])}")
 verdicts = [claims(r) for r in readings.values()]
@@ -1420,8 +1481,9 @@ for claim in verdicts[0]:
 # are less so. On every run the strongest previous-token head sits in the first layer and a newline
 # head in a later one, attending to newlines several times more than chance, and on every run
 # removing the previous-token head hurts more inside words than elsewhere, under both ablations, while
-# removing the newline head costs a fraction of that. But *how much* more inside words ranges from 1.3x
-# to 3.1x: "2.6 to 2.8 times" was seed 0's number, not the model's. The scores themselves vary too, and
+# removing the newline head costs a fraction of that. But *how much* more inside words varies widely
+# over the runs (the range over every seed and both ablations is printed above, beside seed 0's):
+# seed 0's ratio was that run's number, not the model's. The scores themselves vary too, and
 # in seed 0 two other heads of layer 0 score nearly as high as the chosen one (the table at the start of
 # this section), so the previous-token work is probably spread over several heads: removing one shows
 # what the model loses without *that* head, not everything it knows about the previous token. `tests/test_gpt_outcomes.py` requires each claim printed
