@@ -73,4 +73,6 @@ def nbval_in_lab_env(path: Path, numerics: str = "lowest") -> str | None:
     output = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)  # nbval colours its report
     failed = [line for line in output.splitlines() if line.startswith("FAILED")]
     raised = [line.strip() for line in output.splitlines() if re.match(r"\s*\w+(Error|Exception): ", line)]
-    return f"{path.name}: " + ("\n".join(failed + raised[:1]) or output[-3000:])
+    first = re.search(r"_{3,} .*?Cell \d+ _{3,}\n(.*?)(?=\n_{3,} |\n={3,} )", output, re.S)  # nbval's own report
+    detail = first.group(1)[:2500] if first else output[-3000:]
+    return f"{path.name}: " + "\n".join(failed + raised[:1]) + "\n" + detail

@@ -7,6 +7,7 @@ plain nbconvert export, opened the same way, is the planted bad case: its formul
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from nbconvert import HTMLExporter
@@ -72,13 +73,18 @@ def test_exported_html_typesets_its_maths_with_the_network_refused(tmp_path):
     offline = tmp_path / NOTEBOOK.with_suffix(".html").name
     plain = tmp_path / "plain.html"
     plain.write_text(HTMLExporter(template_name="lab").from_filename(str(NOTEBOOK))[0], encoding="utf-8")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            state, text, refused = _open_offline(browser, offline, wait_for_mathjax=True)
-            plain_state, plain_text, plain_refused = _open_offline(browser, plain, wait_for_mathjax=False)
-        finally:
-            browser.close()
+    def open_both():
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            try:
+                return (_open_offline(browser, offline, wait_for_mathjax=True),
+                        _open_offline(browser, plain, wait_for_mathjax=False))
+            finally:
+                browser.close()
+
+    # a thread of its own: the other browser tests' session keeps Playwright's event loop in this thread
+    with ThreadPoolExecutor(1) as pool:
+        (state, text, refused), (plain_state, plain_text, plain_refused) = pool.submit(open_both).result()
 
     assert state["scripts"] > 50 and state["drawn"] == state["scripts"], state
     assert state["failed"] == [], f"formulas MathJax could not draw: {state['failed'][:5]}"
