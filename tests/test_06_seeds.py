@@ -23,14 +23,14 @@ IMPORTANCE = 0.7 ** torch.arange(20.0)
 MANY_SPARSITY = [0.0, 0.7, 0.9, 0.97, 0.99, 0.997]
 
 
-def test_and_gate_with_a_margin_never_fires_on_one_name():
+def test_and_gate_with_a_margin_never_fires_on_one_name(margins):
     """Threshold 1 leaks on about half the one-name inputs (interference); 1.5 on none, on 40 draws."""
     at_one, at_margin = (torch.stack([superposition.and_gate_preactivations(superposition.and_gate(t, seed=s))
                                       for s in range(40)]) for t in (1.0, 1.5))  # (seed, input)
     assert at_one[0, 2].item() == pytest.approx(0.0125, abs=5e-5)  # seed 0: "Alexis Jordan" leaks
     assert 20 <= int((at_one[:, 1:] > 0).sum()) <= 60  # about half of 80, as the prose says
-    assert (at_margin[:, 1:] < -0.4).all()  # far below zero: a margin, not luck
-    assert (at_margin[:, 0] > 0.4).all()  # and "Michael Jordan" always fires
+    margins.below("06 AND gate at threshold 1.5: a one-name input stays under -0.4", at_margin[:, 1:].max(), -0.4)
+    margins.above("06 AND gate at threshold 1.5: 'Michael Jordan' fires over 0.4", at_margin[:, 0].min(), 0.4)
     noise = math.sqrt(3 / 12_288)  # three stray overlaps of typical size 1/sqrt(D)
     assert (at_one[:, 1:].abs() < 6 * noise).all()  # the leaks are interference of the expected size
 

@@ -20,7 +20,11 @@ pytestmark = pytest.mark.slow
 FAMILIES = {  # what notebook claims about a trained model -> the tests that state those claims
     "05 induction heads": ["tests/test_induction.py::test_model_learns_to_copy",
                            "tests/test_induction.py::test_layer0_has_a_previous_token_head_and_layer1_an_induction_head"],
-    "06 seed sweeps": ["tests/test_06_seeds.py"],
+    # 06 in three parts, so that the two test workers share its cost (the SAE sweep alone is the largest)
+    "06 twenty features in five, and its SAE": ["tests/test_06_seeds.py::test_twenty_in_five_sweep_and_its_sae"],
+    "06 five features in two": ["tests/test_06_seeds.py::test_five_in_two_sweep_makes_antipodal_pairs_then_a_pentagon"],
+    "06 phases and the AND gate": ["tests/test_06_seeds.py::test_phase_picture",
+                                   "tests/test_06_seeds.py::test_and_gate_with_a_margin_never_fires_on_one_name"],
     "07 balancing lab": ["tests/test_moe_seeds.py"],
     "09 outcomes and head readings": ["tests/test_gpt_outcomes.py::test_every_claim_of_notebook_09_holds_on_every_seed_with_margin"],
     "09 committed runs replayed": ["tests/test_seed_checkpoints.py::test_each_checkpoint_is_its_seeds_run"],
