@@ -16,25 +16,22 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
 import pytest
 
-from browser.hub import DEPLOY_CONFIG, ROOT, Hub, build_release, missing_hub_reason
-from browser.os_users import accounts, missing_accounts_reason, run_as
-from browser.session import ARTIFACTS, NOTEBOOKS
+from browser.hub import DEPLOY_CONFIG, ROOT, Hub, missing_hub_reason, released_course
+from browser.os_users import accounts, missing_accounts_reason, run_as, shared_account
+from browser.session import ARTIFACTS
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.browser, pytest.mark.slow]
 
@@ -76,15 +73,9 @@ def class_hub() -> Iterator[ClassHub]:
     reason = missing_hub_reason()
     if reason:
         pytest.skip(reason)
-    state = Path(tempfile.mkdtemp(prefix="course-hub-"))  # not under pytest's tmp: that is closed to students
-    state.chmod(0o755)
-    try:
-        course = state / "course"
-        skip = shutil.ignore_patterns("student", ".ipynb_checkpoints", "src", "*.py")
-        shutil.copytree(NOTEBOOKS, course, ignore=skip)
-        release = build_release(course, state / "student")
+    with released_course() as (state, release):
         missing = missing_accounts_reason(ROOT, state)
-        made = accounts("documented", "legacy") if missing is None else _shared_user("alice", "bob")
+        made = accounts("documented", "legacy") if missing is None else shared_account("alice", "bob")
         with made as users:
             hub = Hub(state / "hub", release, set(users), os_users=missing is None, deploy_timeouts=True).start()
             try:
@@ -96,13 +87,6 @@ def class_hub() -> Iterator[ClassHub]:
                 raise
             finally:
                 hub.stop()
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
-
-
-@contextmanager
-def _shared_user(*names: str) -> Iterator[list[str]]:
-    yield list(names)
 
 
 def _timed_login(hub: Hub, user: str) -> tuple[str, float]:
