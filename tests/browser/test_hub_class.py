@@ -8,7 +8,8 @@ Where the test can make Linux accounts (root, a Python other accounts can run), 
 one made by the documented ``useradd`` and one by a bare ``useradd -m`` with its home left 755 (Debian 12's
 default): after the first login each home, ~/course and hand-in folder is 700 and theirs, the course served to
 them is not theirs to change, neither student can read, list or write the other's notebooks, and a kernel a
-student starts runs as them and cannot signal the other's server. Elsewhere the students share the test's user
+student starts runs as them, under the deploy's memory ceiling per kernel, and cannot signal the other's
+server. Elsewhere the students share the test's user
 and only the login is checked. Times go to test-artifacts/browser/jupyterhub_class.txt.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 import pytest
@@ -66,6 +69,13 @@ def _deploy_timeouts() -> tuple[float, float]:
 
     spawner = PyFileConfigLoader(DEPLOY_CONFIG.name, str(DEPLOY_CONFIG.parent)).load_config().Spawner
     return spawner.start_timeout, spawner.http_timeout
+
+
+def _deploy_kernel_ceiling_mib() -> int:
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader(DEPLOY_CONFIG.name, str(DEPLOY_CONFIG.parent)).load_config()
+    return int(config.Spawner.environment["COURSE_KERNEL_MEMORY_MB"])
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +208,7 @@ def test_a_students_kernel_runs_as_them_and_cannot_signal_a_classmates_server(cl
     target = servers[0].pid
     assert _run_in_kernel(kernel, probe.format(target)) == "refused"
     assert servers[0].is_running() and class_hub.hub.api(f"users/{other}")["servers"][""]["ready"]
+    # the deploy's kernel spec started it (the kernel has answered, so its launcher has run): under its ceiling
+    ceiling = _deploy_kernel_ceiling_mib()
+    limits = Path(f"/proc/{kernel.pid}/limits").read_text()  # prlimit on another account's process needs more
+    assert re.search(rf"^Max address space\s+{ceiling * 2**20}\s+{ceiling * 2**20}\s+bytes", limits, re.M), limits
