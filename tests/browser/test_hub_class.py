@@ -9,8 +9,7 @@ one made by the documented ``useradd`` and one by a bare ``useradd -m`` with its
 default): after the first login each home, ~/course and hand-in folder is 700 and theirs, the course served to
 them is not theirs to change, neither student can read, list or write the other's notebooks, and a kernel a
 student starts runs as them, under the deploy's memory ceiling per kernel, and cannot signal the other's
-server. Elsewhere the students share the test's user
-and only the login is checked. Times go to test-artifacts/browser/jupyterhub_class.txt.
+server. Elsewhere the students share the test's user and only the login is checked. Times go to test-artifacts/browser/jupyterhub_class.txt.
 """
 
 from __future__ import annotations
