@@ -8,9 +8,11 @@ as docs/jupyterhub.md says). Per student:
   others, and `course-lab update` (the command `make lab` runs) copies the student version built at install
   into ~/course the first time, and later only adds new notebooks beside theirs, never overwriting one;
 - the course itself (package, notebooks, data/) is read-only to them: root owns /opt/course and the env;
+- a server idle for an hour is stopped (jupyterhub-idle-culler), its home kept; each kernel has a memory ceiling;
 - a hand-in folder COURSE_HANDIN/<user> (theirs, mode 700, shown as ~/handin) that the instructor grades
   with `course-lab grade /srv/handin --out grades.csv` (docs/jupyterhub.md).
-tests/browser/test_jupyterhub.py loads this file and overrides only the authenticator, the spawner and ports.
+tests/browser/test_jupyterhub.py loads this file and overrides only the authenticator, the spawner and ports
+(tests/browser/test_hub_cull.py also sets COURSE_CULL_TIMEOUT).
 """
 
 import os
@@ -39,11 +41,16 @@ c.Spawner.environment = {
     # 100 kernels on one server must not each start a thread per core (torch's default); outputs do not change.
     "OMP_NUM_THREADS": "2",
 }
-# Measured (docs/jupyterhub.md): 453 MiB resident per student after the welcome notebook (329 MiB their own),
-# 685 MiB for 09's kernel at its peak. Only spawners that can enforce these read them (systemdspawner, as TLJH
-# uses, and KubeSpawner); LocalProcessSpawner does not.
+# Memory. Measured (docs/jupyterhub.md): 453 MiB resident per student after the welcome notebook (329 MiB their
+# own), 685 MiB for 09's kernel at its peak. mem_guarantee/mem_limit are read only by spawners that can enforce
+# them (systemdspawner, as TLJH uses, and KubeSpawner); LocalProcessSpawner ignores them. So every kernel is also
+# started by deploy/jupyter/kernels/python3 (first on JUPYTER_PATH), which caps its address space at
+# COURSE_KERNEL_MEMORY_MB: a cell that asks for more gets an error and a note on the limit, the kernel lives on.
 c.Spawner.mem_guarantee = "512M"
 c.Spawner.mem_limit = "2G"
+KERNEL_MEMORY_MB = "3072"  # address space, not resident: a kernel with torch imported maps ~1.4 GiB
+c.Spawner.environment["JUPYTER_PATH"] = str(COURSE / "deploy" / "jupyter")
+c.Spawner.environment["COURSE_KERNEL_MEMORY_MB"] = os.environ.get("COURSE_KERNEL_MEMORY_MB", KERNEL_MEMORY_MB)
 # How long the hub waits for a student's server: start_timeout for the spawner to start the process, then
 # http_timeout for it to answer (first-login.sh runs inside that). Measured (docs/jupyterhub.md): a first login
 # took 27-28 s on this 2-CPU test machine at load ~9 and 35-41 s with both cores also held by busy loops, so
@@ -74,5 +81,19 @@ if PROXY.exists():
 # swaps in its single sign-on (oauthenticator) or LTI (ltiauthenticator); nothing else here changes.
 c.PAMAuthenticator.allowed_groups = {"course-students"}
 c.PAMAuthenticator.admin_groups = {"course-staff"}
-# TLJH also stops idle servers after an hour (jupyterhub-idle-culler): add it for a class, since an idle
-# student's kernel keeps its memory.
+
+# Idle servers are stopped (jupyterhub-idle-culler, run by the hub as a service): an idle student's kernel keeps
+# its memory. A server without activity for COURSE_CULL_TIMEOUT seconds (default 3600, as zero-to-jupyterhub's
+# cull.timeout) is stopped; the check runs every sixth of that (600 s, as cull.every). Only the server stops: the
+# home and every notebook saved stay, and the next login starts a fresh server on them.
+CULL_TIMEOUT = int(os.environ.get("COURSE_CULL_TIMEOUT", "3600"))
+c.JupyterHub.services.append({
+    "name": "idle-culler",
+    "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={CULL_TIMEOUT}",
+                f"--cull-every={max(5, CULL_TIMEOUT // 6)}"],
+})
+c.JupyterHub.load_roles.append({
+    "name": "idle-culler",
+    "services": ["idle-culler"],
+    "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+})

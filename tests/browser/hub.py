@@ -4,9 +4,9 @@ test's overrides (DummyAuthenticator with one password, random free ports, confi
 with ``os_users``, the deploy's own LocalProcessSpawner running each student as their Linux account).
 
 Covered: why the hub cannot run here (``missing_hub_reason``), the course's student version built once as an
-install builds it (``build_release``), starting and stopping the hub, logging a student in over HTTP and
-waiting for their server (``log_in``), and reading the memory of a student's processes (their single-user
-server and its kernels).
+install builds it (``build_release``; in a fresh folder students can enter: ``released_course``), starting and
+stopping the hub, logging a student in over HTTP and waiting for their server (``log_in``), and reading the
+memory of a student's processes (their single-user server and its kernels).
 Left out: driving the browser (the test files), anything about one notebook.
 """
 
@@ -19,9 +19,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +49,21 @@ def build_release(course: Path, out: Path) -> Path:
     subprocess.run(command, check=True, capture_output=True, text=True, timeout=300)
     subprocess.run(["chmod", "-R", "a+rX", str(out)], check=True)  # release's folder is 700; students read it
     return out
+
+
+@contextmanager
+def released_course() -> Iterator[tuple[Path, Path]]:
+    """``(state, student_version)``: a fresh folder that students' accounts can enter (pytest's tmp is closed to
+    them) holding a copy of the course and its student version (``build_release``); removed afterwards."""
+    state = Path(tempfile.mkdtemp(prefix="course-hub-"))
+    state.chmod(0o755)
+    try:
+        course = state / "course"
+        skip = shutil.ignore_patterns("student", ".ipynb_checkpoints", "src", "*.py")
+        shutil.copytree(ROOT / "notebooks", course, ignore=skip)
+        yield state, build_release(course, state / "student")
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def missing_hub_reason() -> str | None:
@@ -73,6 +91,7 @@ class Hub:
     os_users: bool = False  # LocalProcessSpawner: each student's server runs as their own Linux account
     deploy_timeouts: bool = False  # keep the deploy config's start and HTTP timeouts (else 180 s each)
     api_token: str = field(default_factory=lambda: os.urandom(16).hex())
+    hub_env: dict[str, str] = field(default_factory=dict)  # more environment for the hub (the config reads it)
     process: subprocess.Popen | None = None
 
     @property
@@ -114,6 +133,9 @@ class Hub:
             "expose_app_in_browser": True,
         }
         (config / "jupyter_server_config.json").write_text(json.dumps({"LabApp": lab}, indent=1))
+        # jupyter_core's one-off migration from IPython writes a marker here at a server's start once ~/.ipython
+        # exists (a student's second login, their kernel made it); the folder is the test's, so say it is done
+        (config / "migrated").touch()
         return config
 
     def _write_config(self) -> Path:
@@ -137,9 +159,9 @@ class Hub:
             f"c.Authenticator.allowed_users = {set(self.users)!r}",
             f"c.Spawner.environment.update({env!r})",
             # the test reads each student's server state through the REST API with this token
-            f"c.JupyterHub.services = [{{'name': 'course-test', 'api_token': {self.api_token!r}}}]",
-            "c.JupyterHub.load_roles = [{'name': 'course-test', 'services': ['course-test'],"
-            " 'scopes': ['admin:users', 'admin:servers', 'access:servers']}]",
+            f"c.JupyterHub.services.append({{'name': 'course-test', 'api_token': {self.api_token!r}}})",
+            "c.JupyterHub.load_roles.append({'name': 'course-test', 'services': ['course-test'],"
+            " 'scopes': ['admin:users', 'admin:servers', 'access:servers']})",
             # each student's server on a port below the ephemeral range (the spawner's own pick, an ephemeral
             # port, was once taken by the other test worker's kernel before the server bound it)
             "import random as _random, socket as _socket",
@@ -174,7 +196,7 @@ class Hub:
         config = self._write_config()
         env = dict(os.environ)
         env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
-        env.update(COURSE_HANDIN=str(self.handin))
+        env.update(COURSE_HANDIN=str(self.handin), **self.hub_env)
         env.pop("JUPYTER_CONFIG_DIR", None)
         log = (self.state / "jupyterhub.log").open("wb")
         self.process = subprocess.Popen(

@@ -2,7 +2,8 @@
 them, commands run as one of them, and every account removed again.
 
 Covered: why accounts cannot be made here (``missing_accounts_reason``: not root, no ``useradd``, or a test
-Python that other accounts cannot run), making and removing them (``accounts``), running a command as one
+Python that other accounts cannot run), making and removing them (``accounts``;
+``shared_account`` where none can be made), running a command as one
 (``run_as``). Left out: the hub itself (``hub.py``).
 """
 
@@ -72,6 +73,12 @@ def accounts(*kinds: str) -> Iterator[list[str]]:
             done = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
             if done.returncode not in (0, 12):  # 12: the home could not be removed (reported below)
                 subprocess.run(["userdel", "--remove", "--force", name], capture_output=True, text=True)
+
+
+@contextmanager
+def shared_account(*names: str) -> Iterator[list[str]]:
+    """Students who are all the test's own account (where ``accounts`` cannot run): only their names."""
+    yield list(names)
 
 
 def run_as(user: str, *command: str, env: dict[str, str] | None = None,

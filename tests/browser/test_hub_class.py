@@ -8,19 +8,18 @@ Where the test can make Linux accounts (root, a Python other accounts can run), 
 one made by the documented ``useradd`` and one by a bare ``useradd -m`` with its home left 755 (Debian 12's
 default): after the first login each home, ~/course and hand-in folder is 700 and theirs, the course served to
 them is not theirs to change, neither student can read, list or write the other's notebooks, and a kernel a
-student starts runs as them and cannot signal the other's server. Elsewhere the students share the test's user
-and only the login is checked. Times go to test-artifacts/browser/jupyterhub_class.txt.
+student starts runs as them, under the deploy's memory ceiling per kernel, and cannot signal the other's
+server. Elsewhere the students share the test's user and only the login is checked. Times go to test-artifacts/browser/jupyterhub_class.txt.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -32,9 +31,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from browser.hub import DEPLOY_CONFIG, ROOT, Hub, build_release, missing_hub_reason
-from browser.os_users import accounts, missing_accounts_reason, run_as
-from browser.session import ARTIFACTS, NOTEBOOKS
+from browser.hub import DEPLOY_CONFIG, ROOT, Hub, missing_hub_reason, released_course
+from browser.os_users import accounts, missing_accounts_reason, run_as, shared_account
+from browser.session import ARTIFACTS
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.browser, pytest.mark.slow]
 
@@ -71,20 +70,21 @@ def _deploy_timeouts() -> tuple[float, float]:
     return spawner.start_timeout, spawner.http_timeout
 
 
+def _deploy_kernel_ceiling_mib() -> int:
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader(DEPLOY_CONFIG.name, str(DEPLOY_CONFIG.parent)).load_config()
+    return int(config.Spawner.environment["COURSE_KERNEL_MEMORY_MB"])
+
+
 @pytest.fixture(scope="module")
 def class_hub() -> Iterator[ClassHub]:
     reason = missing_hub_reason()
     if reason:
         pytest.skip(reason)
-    state = Path(tempfile.mkdtemp(prefix="course-hub-"))  # not under pytest's tmp: that is closed to students
-    state.chmod(0o755)
-    try:
-        course = state / "course"
-        skip = shutil.ignore_patterns("student", ".ipynb_checkpoints", "src", "*.py")
-        shutil.copytree(NOTEBOOKS, course, ignore=skip)
-        release = build_release(course, state / "student")
+    with released_course() as (state, release):
         missing = missing_accounts_reason(ROOT, state)
-        made = accounts("documented", "legacy") if missing is None else _shared_user("alice", "bob")
+        made = accounts("documented", "legacy") if missing is None else shared_account("alice", "bob")
         with made as users:
             hub = Hub(state / "hub", release, set(users), os_users=missing is None, deploy_timeouts=True).start()
             try:
@@ -96,13 +96,6 @@ def class_hub() -> Iterator[ClassHub]:
                 raise
             finally:
                 hub.stop()
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
-
-
-@contextmanager
-def _shared_user(*names: str) -> Iterator[list[str]]:
-    yield list(names)
 
 
 def _timed_login(hub: Hub, user: str) -> tuple[str, float]:
@@ -214,3 +207,7 @@ def test_a_students_kernel_runs_as_them_and_cannot_signal_a_classmates_server(cl
     target = servers[0].pid
     assert _run_in_kernel(kernel, probe.format(target)) == "refused"
     assert servers[0].is_running() and class_hub.hub.api(f"users/{other}")["servers"][""]["ready"]
+    # the deploy's kernel spec started it (the kernel has answered, so its launcher has run): under its ceiling
+    ceiling = _deploy_kernel_ceiling_mib()
+    limits = Path(f"/proc/{kernel.pid}/limits").read_text()  # prlimit on another account's process needs more
+    assert re.search(rf"^Max address space\s+{ceiling * 2**20}\s+{ceiling * 2**20}\s+bytes", limits, re.M), limits

@@ -213,7 +213,8 @@ def test_two_students_on_a_real_jupyterhub_run_widgets_hand_in_and_are_graded(tm
 def test_the_deploy_files_agree_and_name_files_that_exist():
     """deploy/jupyterhub_config.py loads; the image (deploy/Dockerfile) copies files that exist, builds the student
     version once and starts the server as the one-server hub does; the Helm values run the same first-login step
-    from the same student version, open the same notebook, and set the same memory limit and HTTP timeout."""
+    from the same student version, open the same notebook, and set the same memory limits, HTTP timeout and idle
+    culling."""
     import yaml
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -245,3 +246,9 @@ def test_the_deploy_files_agree_and_name_files_that_exist():
     assert values["extraEnv"]["OMP_NUM_THREADS"] == hub.Spawner.environment["OMP_NUM_THREADS"]
     assert values["extraEnv"]["COURSE_NOTEBOOKS"] == built.group(2)
     assert chart["hub"]["config"]["KubeSpawner"]["http_timeout"] == hub.Spawner.http_timeout > 30
+    for name in ("COURSE_KERNEL_MEMORY_MB", "JUPYTER_PATH"):  # the same kernel memory ceiling, from the image's copy
+        assert values["extraEnv"][name] == hub.Spawner.environment[name].replace(str(ROOT), "/opt/course")
+    services = hub.JupyterHub.services.get_value([])
+    culler = next(service["command"] for service in services if service["name"] == "idle-culler")
+    assert culler[1:] == ["-m", "jupyterhub_idle_culler", f"--timeout={chart['cull']['timeout']}",
+                          f"--cull-every={chart['cull']['every']}"] and chart["cull"]["enabled"]
