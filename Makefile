@@ -79,7 +79,7 @@ test-fast: setup-test
 # Each notebook is built from its text source, notebooks/src/NN_topic.py (jupytext's percent format,
 # the only file anyone edits): jupytext writes the cells into notebooks/NN_topic.ipynb, keeping the
 # committed notebook's cell ids (--update); nbconvert executes it in notebooks/ with the test
-# environment's kernel, as nbval does (its client waiting in short slices, course_utils/notebook_run.py),
+# environment's kernel, as nbval does (its client waiting in short slices, course_utils/env/notebook_run.py),
 # recording no timestamps and merging each cell's printed text as nbval compares it (how it arrives in pieces depends on timing); the widgets get stable ids in
 # place of the kernel's random ones. One notebook: make notebooks NB=03_attention
 NB ?= $(wildcard notebooks/src/[0-9][0-9]_*.py)
@@ -90,7 +90,7 @@ notebooks: setup-test
 		$(BIN)/jupytext --quiet --update --to ipynb --output notebooks/$$name.ipynb notebooks/src/$$name.py; \
 		$(BIN)/jupyter nbconvert --log-level=WARN --to notebook --execute --inplace \
 			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False \
-			--ExecutePreprocessor.kernel_manager_class=course_utils.notebook_run.SlicedKernelManager \
+			--ExecutePreprocessor.kernel_manager_class=course_utils.env.notebook_run.SlicedKernelManager \
 			--NotebookExporter.preprocessors='["nbconvert.preprocessors.CoalesceStreamsPreprocessor"]' \
 			notebooks/$$name.ipynb; \
 		$(BIN)/python notebooks/stable_widget_ids.py notebooks/$$name.ipynb; \

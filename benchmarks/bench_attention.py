@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from course_utils.attention import scaled_dot_product_attention
+from course_utils.attention.dot_product import scaled_dot_product_attention
 
 
 def _time_once(fn) -> float:

@@ -5,7 +5,7 @@ the table into benchmarks/RESULTS_masking.md.
 
 Method
 * One head, d_head = 64, float32, causal mask, batch 1; T = 512 ... 8192 (doubling).
-* Both implementations of ``course_utils.attention.scaled_dot_product_attention``: the readable
+* Both implementations of ``course_utils.attention.dot_product.scaled_dot_product_attention``: the readable
   reference (builds the whole T × T pattern) and ``impl="fused"`` (PyTorch's kernel).
 * Every (implementation, T) runs in a fresh child process on one CPU thread, so a busy shared
   machine disturbs the numbers less and one run's memory cannot hide another's.
@@ -13,7 +13,7 @@ Method
   size during its first call minus its resident size just before (``ru_maxrss`` minus ``psutil``),
   i.e. the extra memory one call needs.
 * Exponent: least-squares slope of log(time) and log(memory) against log(T) over the lengths
-  (``course_utils.attention_scaling.fit_exponent``); 2 means quadratic.
+  (``course_utils.attention.scaling.fit_exponent``); 2 means quadratic.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def _child(impl: str, T: int, repeats: int, queue) -> None:
     import psutil
     import torch
 
-    from course_utils.attention import scaled_dot_product_attention
+    from course_utils.attention.dot_product import scaled_dot_product_attention
     from course_utils.masking import causal_mask
 
     torch.set_num_threads(1)
@@ -62,7 +62,7 @@ def measure(impl: str, T: int, repeats: int) -> dict:
 
 
 def main() -> None:
-    from course_utils.attention_scaling import fit_exponent
+    from course_utils.attention.scaling import fit_exponent
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)

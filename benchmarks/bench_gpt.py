@@ -46,11 +46,11 @@ import time
 import torch
 from torch import nn
 
-from course_utils.generation import generate
-from course_utils.gpt import GPT, GPTConfig
-from course_utils.gpt_fused import fused_sequence_loss
-from course_utils.threads import torch_threads
-from course_utils.training import TrainConfig, make_optimizer, sequence_loss
+from course_utils.gpt.generation import generate
+from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.fused import fused_sequence_loss
+from course_utils.env.threads import torch_threads
+from course_utils.gpt.training import TrainConfig, make_optimizer, sequence_loss
 
 try:
     from benchmarks.nanogpt_ref import NANO, NanoGPT

@@ -4,7 +4,7 @@ shape" section).
 Not a test: run it by hand, ``.venv/bin/python benchmarks/bench_mask_savings.py``, and paste the
 table into benchmarks/RESULTS_masking.md.
 
-Method: ``course_utils.attention_scaling.measure_mask_savings`` on one (1, 1, T, 64) float32 input,
+Method: ``course_utils.attention.scaling.measure_mask_savings`` on one (1, 1, T, 64) float32 input,
 one CPU thread: no mask, ``is_causal=True``, the causal mask as a boolean table, and
 ``sliding_window_attention(..., impl="fused")`` with a window of 128. The four run in turn,
 ``--repeats`` rounds after a warm-up; the table gives each variant's median time relative to no
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from course_utils.attention_scaling import measure_mask_savings, visited_tiles
+from course_utils.attention.scaling import measure_mask_savings, visited_tiles
 from course_utils.masking import causal_mask, sliding_window_mask
 
 LENGTHS = (1024, 2048, 4096, 8192)

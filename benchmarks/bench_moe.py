@@ -17,8 +17,8 @@ from dataclasses import replace
 
 import torch
 
-from course_utils import moe
-from course_utils.moe_experiment import ExperimentConfig, train_moe
+from course_utils.moe import layer as moe
+from course_utils.moe.experiment import ExperimentConfig, train_moe
 
 
 def _median_seconds(fn, repeats: int) -> float:

@@ -29,7 +29,7 @@ import tracemalloc
 import numpy as np
 import torch
 
-from course_utils.superposition import pairwise_angle_stats, random_unit_vectors
+from course_utils.superposition.geometry import pairwise_angle_stats, random_unit_vectors
 
 N, D = 4_000, 12_288
 

@@ -21,8 +21,8 @@ import time
 
 import torch
 
-from course_utils import toy_models
-from course_utils.threads import torch_threads
+from course_utils.superposition import toy_models
+from course_utils.env.threads import torch_threads
 
 SPARSITY = [0.0, 0.7, 0.9, 0.97, 0.99, 0.997]
 IMPORTANCE = 0.7 ** torch.arange(20.0)

@@ -2,7 +2,7 @@
 # The course's checks on a CUDA machine, as one script; a summary goes to $OUT/results.md (copy it
 # into benchmarks/RESULTS_gpu.md). Steps, in order (name some to run only those; default: all but cpu-nbval):
 #   tests      the `gpu`-marked tests: every Core path on the GPU against the CPU, and notebook 09's GPU
-#              profile (course_utils.gpu_profile) trained in full: val loss >= 0.3 nats below the CPU
+#              profile (course_utils.gpt.gpu_profile) trained in full: val loss >= 0.3 nats below the CPU
 #              recipe's in <= 90 s of training (its line "gpu profile: ..." is copied to the summary);
 #   nbval      nbval over all ten notebooks computing on the GPU (stored outputs must match; 09 trains
 #              the GPU profile in its profile cell, whose output is not compared);
@@ -47,9 +47,9 @@ for step in $steps; do
     compile)  # the whole profile once more, compiled: compilation counts, as it would in the notebook
       run "torch.compile: the GPU profile compiled" 150 compile.log python3 - <<'PY'
 from dataclasses import replace
-from course_utils.checkpoint import corpus_tokens
-from course_utils.gpu_profile import GPU_PROFILE, train_profile
-from course_utils.training import split_tokens
+from course_utils.gpt.checkpoint import corpus_tokens
+from course_utils.gpt.gpu_profile import GPU_PROFILE, train_profile
+from course_utils.gpt.training import split_tokens
 train_ids, val_ids = split_tokens(corpus_tokens())
 run = train_profile(replace(GPU_PROFILE, compile=True), train_ids, val_ids, "cuda", progress=False)
 print(f"compile=True: val {run['val_loss']:.3f} in {run['seconds']:.1f} s (compilation included), "

@@ -25,8 +25,8 @@ from numerics import PATHS, paths_here  # noqa: E402
 
 ONE_PATH = """
 import json, sys, torch
-from course_utils.moe_experiment import ExperimentConfig, run_experiment
-from course_utils.moe_outcomes import claim_margins, starved_experts
+from course_utils.moe.experiment import ExperimentConfig, run_experiment
+from course_utils.moe.outcomes import claim_margins, starved_experts
 out = {"capability": torch.backends.cpu.get_cpu_capability(), "seeds": {}}
 for seed in range(int(sys.argv[1])):
     runs = run_experiment(ExperimentConfig(), seed=seed)

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.gpt_config import GPTConfig
+from course_utils.gpt.config import GPTConfig
 
 # nanoGPT's shape: no biases, tied embeddings, exact GELU; 931,968 parameters
 NANO = GPTConfig(d_vocab=1000, n_ctx=128, d_model=128, n_heads=4, n_layers=4, bias=False, activation="gelu")

@@ -2,7 +2,7 @@
 
 Every mask here is a ``torch.bool`` tensor with ``True`` = may attend, shaped (or broadcastable to)
 ``(..., q_pos, k_pos)``, the convention ``course_utils.softmax.masked_softmax`` and
-``course_utils.attention`` use. Covers causal, padding, sliding-window, prefix-LM and
+``course_utils.attention.dot_product`` use. Covers causal, padding, sliding-window, prefix-LM and
 block-diagonal (packed documents) masks, a left-padded batch of prompts (``left_padded_batch``: ids,
 causal-and-padding mask and positions), combining them, validating a mask against a score shape,
 finding rows with nothing allowed, and ``preset_mask``, one small example of each kind by name (the

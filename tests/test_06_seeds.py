@@ -12,10 +12,10 @@ import math
 import pytest
 import torch
 
-from course_utils import superposition, toy_phases
-from course_utils.sparse_autoencoder import (SparseAutoencoder, hidden_activation_sampler, recovered_features,
+from course_utils.superposition import geometry as superposition, phases as toy_phases
+from course_utils.superposition.sparse_autoencoder import (SparseAutoencoder, hidden_activation_sampler, recovered_features,
                                              sae_diagnostics, train_sparse_autoencoder)
-from course_utils.toy_models import feature_dimensionality, feature_norms, represented_features, train_sweep
+from course_utils.superposition.toy_models import feature_dimensionality, feature_norms, represented_features, train_sweep
 
 SEEDS = range(5)
 STEPS, BATCH = 2_000, 1_024  # the notebook's (converged) training: the claims need it, fewer steps break some

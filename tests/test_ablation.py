@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.ablation import ablated_logits, head_ablation_losses, head_findings, inside_word
-from course_utils.gpt import GPT, GPTConfig
+from course_utils.gpt.ablation import ablated_logits, head_ablation_losses, head_findings, inside_word
+from course_utils.gpt.model import GPT, GPTConfig
 
 CFG = GPTConfig(d_vocab=41, n_ctx=16, d_model=24, n_heads=3, n_layers=2, d_mlp=40)
 

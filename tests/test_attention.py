@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.attention import attention_pattern, attention_scores, scaled_dot_product_attention
+from course_utils.attention.dot_product import attention_pattern, attention_scores, scaled_dot_product_attention
 from course_utils.tolerances import tolerance
 
 
@@ -265,7 +265,7 @@ def test_follows_input_device_and_dtype(impl):
 
 # -- one head as a module: torch.nn.MultiheadAttention (one head, no bias) is the oracle ------------
 def test_attention_head_matches_torch_multihead_attention_with_one_head():
-    from course_utils.attention import AttentionHead
+    from course_utils.attention.dot_product import AttentionHead
 
     torch.manual_seed(0)
     d_model = 8
@@ -283,7 +283,7 @@ def test_attention_head_matches_torch_multihead_attention_with_one_head():
 
 
 def test_attention_head_shapes_and_bad_input():
-    from course_utils.attention import AttentionHead
+    from course_utils.attention.dot_product import AttentionHead
 
     head = AttentionHead(16, 4)
     assert head(torch.randn(3, 7, 16)).shape == (3, 7, 16)
@@ -293,7 +293,7 @@ def test_attention_head_shapes_and_bad_input():
 
 
 def test_cross_attention_head_matches_torch_multihead_attention_with_kdim_vdim():
-    from course_utils.attention import CrossAttentionHead
+    from course_utils.attention.dot_product import CrossAttentionHead
 
     torch.manual_seed(0)
     d_model, d_context = 8, 5
@@ -311,7 +311,7 @@ def test_cross_attention_head_matches_torch_multihead_attention_with_kdim_vdim()
 
 # -- saturation helpers and the d_k widget ---------------------------------------------------------
 def test_pattern_entropy_extremes():
-    from course_utils.attention import pattern_entropy
+    from course_utils.attention.dot_product import pattern_entropy
 
     uniform = torch.full((2, 5), 0.2, dtype=torch.float64)
     one_hot = torch.tensor([[0.0, 1.0, 0.0]], dtype=torch.float64)
@@ -321,7 +321,7 @@ def test_pattern_entropy_extremes():
 
 @pytest.mark.parametrize("d_k", [4, 64, 512])
 def test_dot_product_variance_grows_like_d_k(d_k):
-    from course_utils.attention import random_scores
+    from course_utils.attention.dot_product import random_scores
 
     raw = random_scores(300, 300, d_k, scaled=False, seed=1)  # 90,000 dot products
     scaled = random_scores(300, 300, d_k, scaled=True, seed=1)
@@ -330,7 +330,7 @@ def test_dot_product_variance_grows_like_d_k(d_k):
 
 
 def test_unscaled_softmax_saturates_as_d_k_grows():
-    from course_utils.attention import saturation_stats
+    from course_utils.attention.dot_product import saturation_stats
 
     small, large = saturation_stats(8, 4, scaled=False), saturation_stats(8, 512, scaled=False)
     assert large["max_weight"] > 0.9 > small["max_weight"]
@@ -357,7 +357,7 @@ def test_dk_widget_classes_and_readout(monkeypatch):
 
 
 def test_pattern_stats_summarises_rows():
-    from course_utils.attention import pattern_stats
+    from course_utils.attention.dot_product import pattern_stats
 
     stats = pattern_stats(torch.tensor([[0.5, 0.5], [1.0, 0.0]], dtype=torch.float64))
     assert stats["max_weight"] == pytest.approx(0.75)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_utils.attention import AttentionHead, scaled_dot_product_attention
-from course_utils.attention_gradients import attention_head_backward, sdp_attention_backward, softmax_backward
+from course_utils.attention.dot_product import AttentionHead, scaled_dot_product_attention
+from course_utils.attention.gradients import attention_head_backward, sdp_attention_backward, softmax_backward
 from course_utils.tolerances import tolerance
 
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from course_utils.attention_scaling import fit_exponent, measure_attention, pair_counts
+from course_utils.attention.scaling import fit_exponent, measure_attention, pair_counts
 
 
 def test_pair_counts_reproduce_the_1_16_1024_table():
@@ -24,7 +24,7 @@ def test_fit_exponent_recovers_known_powers():
 
 def _fake_clock(monkeypatch) -> dict:
     """Replace attention_scaling's clock by one that only moves when a test says so."""
-    from course_utils import attention_scaling
+    from course_utils.attention import scaling as attention_scaling
 
     clock = {"now": 0.0}
     monkeypatch.setattr(attention_scaling, "time", SimpleNamespace(perf_counter=lambda: clock["now"]))
@@ -32,8 +32,8 @@ def _fake_clock(monkeypatch) -> dict:
 
 
 def test_measurement_times_causal_attention_reports_the_median_run_and_restores_threads(monkeypatch):
-    from course_utils import attention_scaling
-    from course_utils.attention import attention_pattern
+    from course_utils.attention import scaling as attention_scaling
+    from course_utils.attention.dot_product import attention_pattern
 
     clock = _fake_clock(monkeypatch)
     run_ms = [100, 1, 7, 2, 50]  # per size and call, scaled by n / 32: a warm-up, three timed runs, the final run
@@ -81,9 +81,9 @@ def test_scaling_plot_reports_the_fitted_exponent():
 @pytest.mark.parametrize("pos,window", [(12, 4), (13, 4), (5, 8), (1, 1), (9, 1), (16, 16)])
 @pytest.mark.parametrize("impl", ["reference", "fused"])
 def test_sliding_window_attention_equals_the_full_table_with_a_sliding_window_mask(pos, window, impl):
-    from course_utils.attention import scaled_dot_product_attention
+    from course_utils.attention.dot_product import scaled_dot_product_attention
     from course_utils.masking import sliding_window_mask
-    from course_utils.attention_scaling import sliding_window_attention
+    from course_utils.attention.scaling import sliding_window_attention
 
     gen = torch.Generator().manual_seed(pos * 100 + window)
     q, k, v = torch.randn(3, 2, 3, pos, 8, generator=gen, dtype=torch.float64)  # (batch, head, pos, d)
@@ -93,7 +93,7 @@ def test_sliding_window_attention_equals_the_full_table_with_a_sliding_window_ma
 
 def test_sliding_window_work_grows_linearly_in_length_and_the_full_table_quadratically():
     from torch.utils.flop_counter import FlopCounterMode
-    from course_utils.attention_scaling import sliding_window_attention
+    from course_utils.attention.scaling import sliding_window_attention
 
     def flops(fn, pos):
         q, k, v = torch.randn(3, 1, pos, 16)
@@ -109,7 +109,7 @@ def test_sliding_window_work_grows_linearly_in_length_and_the_full_table_quadrat
 
 
 def test_sliding_window_attention_rejects_bad_input():
-    from course_utils.attention_scaling import sliding_window_attention
+    from course_utils.attention.scaling import sliding_window_attention
 
     x = torch.zeros(4, 8)
     with pytest.raises(ValueError, match="window"):
@@ -121,7 +121,7 @@ def test_sliding_window_attention_rejects_bad_input():
 
 
 def test_mask_savings_reports_the_four_variants_and_restores_threads():
-    from course_utils.attention_scaling import measure_mask_savings
+    from course_utils.attention.scaling import measure_mask_savings
 
     threads = torch.get_num_threads()
     timings = measure_mask_savings(128, 16, d_head=8, repeats=1)
@@ -131,7 +131,7 @@ def test_mask_savings_reports_the_four_variants_and_restores_threads():
 
 
 def test_mask_savings_are_each_variants_median_time_and_its_median_ratio_to_full(monkeypatch):
-    from course_utils import attention_scaling
+    from course_utils.attention import scaling as attention_scaling
 
     clock = _fake_clock(monkeypatch)
     cost = {"full": 4.0, "causal": 2.0, "causal_as_table": 5.0, "window": 1.0}  # seconds on an idle machine
@@ -164,9 +164,9 @@ def test_mask_savings_are_each_variants_median_time_and_its_median_ratio_to_full
 
 @pytest.mark.gpu
 def test_sliding_window_attention_on_cuda():
-    from course_utils.attention import scaled_dot_product_attention
+    from course_utils.attention.dot_product import scaled_dot_product_attention
     from course_utils.masking import sliding_window_mask
-    from course_utils.attention_scaling import measure_mask_savings, sliding_window_attention
+    from course_utils.attention.scaling import measure_mask_savings, sliding_window_attention
 
     q, k, v = torch.randn(3, 2, 50, 16, device="cuda")
     expected = scaled_dot_product_attention(q, k, v, sliding_window_mask(50, 8, device="cuda"))
@@ -176,7 +176,7 @@ def test_sliding_window_attention_on_cuda():
 
 
 def test_visited_tiles_counts_the_blocks_a_tile_skipping_kernel_must_compute():
-    from course_utils.attention_scaling import visited_tiles
+    from course_utils.attention.scaling import visited_tiles
     from course_utils.masking import causal_mask, sliding_window_mask
 
     n_tiles = 4096 // 64

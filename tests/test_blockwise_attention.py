@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_utils.attention import attention_scores, scaled_dot_product_attention
-from course_utils.attention_gradients import sdp_attention_backward
-from course_utils.blockwise_attention import blockwise_attention, blockwise_attention_backward
+from course_utils.attention.dot_product import attention_scores, scaled_dot_product_attention
+from course_utils.attention.gradients import sdp_attention_backward
+from course_utils.attention.blockwise import blockwise_attention, blockwise_attention_backward
 
 
 @pytest.mark.parametrize("block_size", [1, 3, 7, 100])

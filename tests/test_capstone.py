@@ -1,4 +1,4 @@
-"""The capstone (``course_utils.capstone``): the course loop replays ``training.train`` step for step,
+"""The capstone (``course_utils.gpt.capstone``): the course loop replays ``training.train`` step for step,
 ``estimate_loss`` is ``training.evaluate`` for any model (the mode restored), and ``assemble`` trains and
 evaluates with the student's parts where their checks pass and the course's where not, saying which in one
 line: every part from notebook 09's solutions (its SmallGPT included) -> "all parts yours", the same run as
@@ -7,16 +7,16 @@ the course's; a wrong AdamW or a wrong evaluation -> the course's for that part 
 import pytest
 import torch
 
-from course_utils.capstone import PARTS, FusedGPT, assemble, estimate_loss, training_loop
+from course_utils.gpt.capstone import PARTS, FusedGPT, assemble, estimate_loss, training_loop
 from course_utils.checks.small_gpt.adamw_step import adamw_l2, check_adamw_step
 from course_utils.checks.small_gpt.clip_grad_norm import check_clip_grad_norm
 from course_utils.checks.small_gpt.estimate_loss import check_estimate_loss, estimate_left_in_eval
 from course_utils.checks.small_gpt.gpt_forward import check_gpt_forward
 from course_utils.checks.small_gpt.lr_schedule import check_lr_schedule
 from course_utils.checks.small_gpt.training_loop import check_training_loop
-from course_utils.gpt import GPT, GPTConfig
-from course_utils.optim import clip_grad_norm, lr_schedule
-from course_utils.training import TrainConfig, evaluate, make_optimizer, sequence_loss, train
+from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.optim import clip_grad_norm, lr_schedule
+from course_utils.gpt.training import TrainConfig, evaluate, make_optimizer, sequence_loss, train
 
 TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=2)
 CFG = TrainConfig(steps=30, batch_size=4, warmup_steps=3, max_lr=1e-2, min_lr=1e-3, grad_clip=0.5, seed=3)

@@ -16,7 +16,7 @@ from course_utils.checks import all_exercises
 from course_utils.checks.compare import describe_mismatch
 from course_utils.checks.core import PASSED
 from course_utils.checks.small_gpt.causal_attention import CausalAttention
-from course_utils.generation import forward_with_cache
+from course_utils.gpt.generation import forward_with_cache
 from course_utils.lab.grading.grade import _judge, _outcome
 from course_utils.lab.grading.kernel_code import snapshot_code
 from course_utils.lab.grading.probe import StudentProxy, decode_reply

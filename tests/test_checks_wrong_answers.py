@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_utils import counting
+from course_utils.counting import parameters as counting
 from course_utils.checks import get_exercise
 from course_utils.checks.core import PASSED
 from course_utils.sampling import sample_next_token

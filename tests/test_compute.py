@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_utils import compute, counting
-from course_utils.counting import ModelConfig, count_parameters
-from course_utils.decoder import Decoder
+from course_utils.counting import compute, parameters as counting
+from course_utils.counting.parameters import ModelConfig, count_parameters
+from course_utils.counting.decoder import Decoder
 
 transformers = pytest.importorskip("transformers")
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils import counting
-from course_utils.counting import (CATEGORIES, ModelConfig, active_parameters, count_encoder_decoder,
+from course_utils.counting import parameters as counting
+from course_utils.counting.parameters import (CATEGORIES, ModelConfig, active_parameters, count_encoder_decoder,
                                    count_parameters, group_counts)
 
 transformers = pytest.importorskip("transformers")
@@ -250,7 +250,7 @@ def _course_gpt_categories(model) -> dict[str, int]:
 
 @pytest.mark.parametrize("tie, bias", [(True, True), (False, True), (True, False), (False, False)])
 def test_course_gpt_matches_the_counter_per_category(tie, bias):
-    from course_utils.gpt import GPT, GPTConfig
+    from course_utils.gpt.model import GPT, GPTConfig
 
     gpt_cfg = GPTConfig(d_vocab=97, n_ctx=16, d_model=24, n_heads=4, n_layers=3, d_mlp=40,
                         tie_embeddings=tie, bias=bias)
@@ -261,7 +261,7 @@ def test_course_gpt_matches_the_counter_per_category(tie, bias):
 
 
 def test_course_gpt_at_gpt2_small_size_is_gpt2_small():
-    from course_utils.gpt import GPT, GPTConfig
+    from course_utils.gpt.model import GPT, GPTConfig
 
     s = counting.GPT2_SMALL
     model = _on_meta(lambda: GPT(GPTConfig(d_vocab=s.d_vocab, n_ctx=s.n_ctx, d_model=s.d_model,

@@ -5,9 +5,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from course_utils.decode_work import decode_step_work
-from course_utils.generation import forward_with_cache
-from course_utils.gpt import GPT, GPTConfig
+from course_utils.gpt.decode_work import decode_step_work
+from course_utils.gpt.generation import forward_with_cache
+from course_utils.gpt.model import GPT, GPTConfig
 
 CFG = GPTConfig(d_vocab=41, n_ctx=16, d_model=24, n_heads=3, n_layers=2, d_mlp=40)
 

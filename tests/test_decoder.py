@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils import counting
-from course_utils.decoder import Decoder, count_by_category
+from course_utils.counting import parameters as counting
+from course_utils.counting.decoder import Decoder, count_by_category
 
 CONFIGS = {
     **counting.PRESETS,

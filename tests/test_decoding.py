@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_utils import compute
-from course_utils.counting import GPT2_SMALL, LLAMA3_8B, ModelConfig
-from course_utils.decoder import Decoder
-from course_utils.decoding import decode_step, decode_step_seconds
-from course_utils.hardware import H100_SXM
+from course_utils.counting import compute
+from course_utils.counting.parameters import GPT2_SMALL, LLAMA3_8B, ModelConfig
+from course_utils.counting.decoder import Decoder
+from course_utils.counting.decoding import decode_step, decode_step_seconds
+from course_utils.counting.hardware import H100_SXM
 
 LLAMA_MATMUL = 8_030_261_248 - 525_336_576 - 266_240  # all but the embedding lookup and the norms' gains
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.env.device import describe_device, pick_device, seed_everything
 
 
 def test_env_var_overrides(monkeypatch):
@@ -18,7 +18,7 @@ def test_env_var_overrides(monkeypatch):
     (True, True, "cuda"), (True, False, "cuda"), (False, True, "mps"), (False, False, "cpu"),
 ])
 def test_default_order_is_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
-    import course_utils.device as device_module
+    import course_utils.env.device as device_module
 
     monkeypatch.delenv("COURSE_DEVICE", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)

@@ -2,9 +2,8 @@
 
 import importlib.metadata as metadata
 
-import pytest
 
-from course_utils import envcheck
+from course_utils.env import check as envcheck
 
 
 def test_this_environment_is_ready():

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.generation import forward_with_cache, generate
-from course_utils.gpt import GPT, GPTConfig
-from course_utils.kv_cache import KVCache, cached_attention
+from course_utils.gpt.generation import forward_with_cache, generate
+from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.kv_cache import KVCache, cached_attention
 from course_utils.tolerances import tolerance
 
 TINY = dict(d_vocab=41, n_ctx=32, d_model=24, n_heads=3, n_layers=2)

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.gpt import GPT, GPTConfig
-from course_utils.gpt_config import check_state_dict
-from course_utils.gpt_fused import fused_attention, fused_mlp
+from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.config import check_state_dict
+from course_utils.gpt.fused import fused_attention, fused_mlp
 from course_utils.layernorm import LayerNorm, batch_norm, layer_norm, norm_stats
 from course_utils.masking import causal_mask
 from course_utils.tolerances import tolerance

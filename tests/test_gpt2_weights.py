@@ -7,8 +7,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from course_utils.gpt import GPT  # noqa: E402
-from course_utils.gpt2_weights import gpt2_config, gpt2_small_config, load_gpt2, read_weights  # noqa: E402
+from course_utils.gpt.model import GPT  # noqa: E402
+from course_utils.gpt.gpt2_weights import gpt2_config, gpt2_small_config, load_gpt2, read_weights  # noqa: E402
 
 
 def _hf(seed=0, **kw):

@@ -11,10 +11,10 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.nanogpt_ref import NANO, NanoGPT
-from course_utils.gpt import GPT, GPTConfig
-from course_utils.gpt_fused import _qkv_weight, fused_sequence_loss
+from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.fused import _qkv_weight, fused_sequence_loss
 from course_utils.tolerances import tolerance
-from course_utils.training import sequence_loss
+from course_utils.gpt.training import sequence_loss
 
 SMALL = GPTConfig(d_vocab=37, n_ctx=16, d_model=24, n_heads=3, n_layers=2, bias=False, activation="gelu")
 

@@ -6,13 +6,13 @@ import copy
 import pytest
 import torch
 
-from course_utils.checkpoint import SEEDS, corpus_tokens, load_checkpoint
-from course_utils.gpt import GPT, GPTConfig
-from course_utils.gpt_outcomes import (NEWLINE_X, SAMPLERS, claims, probe_windows, read_seed, repeated_share,
+from course_utils.gpt.checkpoint import SEEDS, corpus_tokens, load_checkpoint
+from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.outcomes import (NEWLINE_X, SAMPLERS, claims, probe_windows, read_seed, repeated_share,
                                        tail_counts)
-from course_utils.sample_tails import sampled_probabilities
-from course_utils.threads import torch_threads
-from course_utils.training import split_tokens
+from course_utils.gpt.sample_tails import sampled_probabilities
+from course_utils.env.threads import torch_threads
+from course_utils.gpt.training import split_tokens
 
 
 def test_repeated_share_worked_examples():

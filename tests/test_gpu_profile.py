@@ -1,4 +1,4 @@
-"""Notebook 09's profiles (``course_utils.gpu_profile``): the CPU profile is the committed checkpoint's recipe,
+"""Notebook 09's profiles (``course_utils.gpt.gpu_profile``): the CPU profile is the committed checkpoint's recipe,
 "auto" picks the GPU profile on CUDA only, a forced choice is obeyed or refused with a reason, and the
 profile's training loop, run on a tiny model on the CPU, is ``training.train``'s step for step (float32)
 and trains under bfloat16 autocast. The ``gpu`` test runs the real thing: the GPU profile
@@ -10,12 +10,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from course_utils.checkpoint import COURSE_CHECKPOINT
-from course_utils.gpt import GPT
-from course_utils.gpt_config import GPTConfig
-from course_utils.gpu_profile import CPU_PROFILE, GPU_PROFILE, Profile, choose_profile, profile_samples, train_profile
-from course_utils.threads import torch_threads
-from course_utils.training import TrainConfig, train
+from course_utils.gpt.checkpoint import COURSE_CHECKPOINT
+from course_utils.gpt.model import GPT
+from course_utils.gpt.config import GPTConfig
+from course_utils.gpt.gpu_profile import CPU_PROFILE, GPU_PROFILE, Profile, choose_profile, profile_samples, train_profile
+from course_utils.env.threads import torch_threads
+from course_utils.gpt.training import TrainConfig, train
 
 IDS = torch.randint(0, 30, (3000,), generator=torch.Generator().manual_seed(0))
 TINY = Profile("tiny", GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=2),
@@ -95,8 +95,8 @@ def test_bfloat16_autocast_trains_and_samples():
 
 @pytest.mark.gpu
 def test_the_gpu_profile_beats_the_cpu_recipe_by_03_nats_in_90_s():
-    from course_utils.checkpoint import corpus_tokens, load_checkpoint
-    from course_utils.training import split_tokens
+    from course_utils.gpt.checkpoint import corpus_tokens, load_checkpoint
+    from course_utils.gpt.training import split_tokens
 
     cpu_val = load_checkpoint()["log"]["val_loss"][-1]  # the committed CPU run: 3.224
     train_ids, val_ids = split_tokens(corpus_tokens())

@@ -5,9 +5,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.grouped_query import GroupedQueryAttention, kv_cache_values, repeat_kv
+from course_utils.attention.grouped_query import GroupedQueryAttention, kv_cache_values, repeat_kv
 from course_utils.masking import causal_mask, padding_mask
-from course_utils.multihead import MultiHeadAttention
+from course_utils.attention.multihead import MultiHeadAttention
 
 F64 = torch.float64
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from course_utils.head_scores import chance_delimiter_share, delimiter_scores
+from course_utils.attention.head_scores import chance_delimiter_share, delimiter_scores
 from course_utils.masking import causal_mask
 from course_utils.softmax import masked_softmax
 
@@ -33,7 +33,7 @@ def test_bad_shapes_are_named():
 
 
 def test_top_head_takes_the_highest_score_and_breaks_ties_by_order():
-    from course_utils.head_scores import top_head
+    from course_utils.attention.head_scores import top_head
 
     assert top_head([torch.tensor([0.1, 0.2]), torch.tensor([0.3, 0.9]), torch.tensor([0.4, 0.0])]) == (1, 1)
     # a tie (within 1e-6) goes to the first in (layer, head) order, whichever side rounding put it on

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from course_utils.induction import (AttentionOnlyTransformer, InductionConfig, induction_scores, periodic_sequences,
+from course_utils.attention.induction import (AttentionOnlyTransformer, InductionConfig, induction_scores, periodic_sequences,
                                     previous_token_scores, repeated_sequences, train_induction_model,
                                     trained_induction_model)
 
@@ -167,13 +167,13 @@ def test_trains_on_cuda_from_the_same_start_as_on_the_cpu():
     for c, g in zip(cpu_patterns, gpu_patterns):
         torch.testing.assert_close(g.cpu(), c, atol=1e-3, rtol=1e-3)
     data, periods = periodic_sequences(4, cfg, torch.Generator().manual_seed(0))
-    from course_utils.induction import repeat_loss
+    from course_utils.attention.induction import repeat_loss
     loss = repeat_loss(gpu_model(data.cuda()), data.cuda(), periods.cuda())
     assert loss.device.type == "cuda"
 
 
 def test_trained_induction_model_trains_once_and_hands_out_copies():
-    from course_utils.induction import trained_induction_model
+    from course_utils.attention.induction import trained_induction_model
 
     cfg = InductionConfig(steps=2)
     first, losses = trained_induction_model(cfg, seed=3)

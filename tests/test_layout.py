@@ -1,8 +1,11 @@
 """The layout CONTRIBUTING.md promises, enforced:
 
 - no library file passes 300 lines (Core, ``checks/``, ``lab/``, ``viz/`` alike);
-- the architecture's import rules: Core never imports ``viz``, ``checks``, ``lab`` or ``device``
-  (it follows its inputs' device instead of picking one); ``checks`` never imports ``viz``;
+- the architecture's import rules: Core (the root's building blocks and the concept packages) never
+  imports ``viz``, ``checks``, ``lab``, ``env.device`` or ``env.check`` (it follows its inputs' device
+  instead of picking one); ``checks`` never imports ``viz``;
+- the import graph's rules (tests/import_graph.py): at most 15 modules at the root, no private name
+  imported across a package boundary, no building block at the root importing a package, no circle;
 - checks and figures are named after their notebook: ``checks/<notebook>/`` is a package with one
   file per exercise, ``checks/<notebook>/<exercise>.py`` defining exactly that exercise.
 
@@ -18,15 +21,16 @@ from pathlib import Path
 
 import pytest
 
+from import_graph import graph_problems
 from notebook_tools import check_cells, course_notebooks, read
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "course_utils"
 MAX_LINES = 300
-NOT_CORE = {"device.py", "envcheck.py", "__init__.py"}  # they pick and describe devices, or gather exports
-NOT_CORE_FOLDERS = {"checks", "viz", "lab"}
+NOT_CORE = {"__init__.py"}  # the root's own __init__ holds nothing but the version
+NOT_CORE_FOLDERS = {"checks", "viz", "lab", "env"}  # env: the machine (device, threads, progress), not the maths
 FORBIDDEN = {  # folder (None = Core) -> course_utils modules it must not import, and why
-    None: ({"viz", "checks", "lab", "device", "envcheck"}, "Core is the maths and follows its inputs' device"),
+    None: ({"viz", "checks", "lab", "env.device", "env.check"}, "Core is the maths and follows its inputs' device"),
     "checks": ({"viz"}, "a check gives a verdict in text; figures belong to viz"),
 }
 
@@ -36,7 +40,7 @@ def _area(path: Path, package: Path) -> str | None:
     parts = path.relative_to(package).parts
     if len(parts) > 1 and parts[0] in NOT_CORE_FOLDERS:
         return parts[0]
-    return "top" if path.name in NOT_CORE else None
+    return "top" if parts == (path.name,) and path.name in NOT_CORE else None
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -66,8 +70,9 @@ def layout_problems(package: Path) -> list[str]:
         first_import = {}  # banned area -> the first import that reaches it
         for module in sorted(_imported_modules(path)):
             parts = module.split(".")
-            if parts[0] == name and len(parts) > 1 and parts[1] in banned:
-                first_import.setdefault(parts[1], module)
+            reached = [b for b in banned if parts[0] == name and parts[1 : 1 + b.count(".") + 1] == b.split(".")]
+            if reached:
+                first_import.setdefault(reached[0], module)
         problems += [f"{where} imports {module}: {why}" for module in first_import.values()]
     return problems
 
@@ -83,7 +88,8 @@ def test_no_library_file_passes_the_limit_or_breaks_an_import_rule():
         ("course_utils/lab/big.py", "x = 1\n" * (MAX_LINES + 1), f"has {MAX_LINES + 1} lines"),
         ("course_utils/maths.py", "from course_utils.viz.drawing import plot\n", "imports course_utils.viz"),
         ("course_utils/maths.py", "import course_utils.checks.core\n", "imports course_utils.checks.core"),
-        ("course_utils/maths.py", "from course_utils.device import pick_device\n", "imports course_utils.device"),
+        ("course_utils/maths.py", "from course_utils.env.device import pick_device\n", "imports course_utils.env.device"),
+        ("course_utils/gpt/maths.py", "from course_utils.env import check\n", "imports course_utils.env.check"),
         ("course_utils/maths.py", "from course_utils import lab\n", "imports course_utils.lab"),
         ("course_utils/checks/x/y.py", "from course_utils.viz import attention\n", "imports course_utils.viz"),
     ],
@@ -128,3 +134,52 @@ def test_checks_are_a_package_per_notebook_and_a_file_per_exercise(path):
         assert list(module.EXERCISES) == [exercise], f"checks/{name}/{exercise}.py defines {list(module.EXERCISES)}"
         assert package.EXERCISES[exercise] is module.EXERCISES[exercise]
         assert callable(getattr(package, f"check_{exercise}", None)), f"checks.{name} exports check_{exercise}"
+
+
+def test_the_import_graph_keeps_the_layouts_rules():
+    """≤ 15 root modules, no private name across a package boundary, root blocks import no package, no circle."""
+    assert graph_problems(PACKAGE) == []
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A package ``course_utils`` under ``tmp_path`` holding ``files`` (relative path -> source)."""
+    tmp_path.mkdir()
+    for relative, text in {"course_utils/__init__.py": "", **files}.items():
+        path = tmp_path / relative
+        for folder in [*reversed(path.relative_to(tmp_path).parents)][1:]:
+            (tmp_path / folder).mkdir(exist_ok=True)
+            (tmp_path / folder / "__init__.py").touch()
+        path.write_text(text)
+    return tmp_path / "course_utils"
+
+
+FINE = {  # a package module may use its sibling's private names; packages may import the root and each other
+    "course_utils/softmax.py": "from course_utils.validate import x\n",
+    "course_utils/validate.py": "x = 1\n",
+    "course_utils/gpt/model.py": "from course_utils.gpt.fused import _fast\nfrom course_utils.softmax import x\n",
+    "course_utils/gpt/fused.py": "from course_utils.counting.parameters import count\n_fast = 1\n",
+    "course_utils/counting/parameters.py": "count = 1\n",
+}
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        ({f"course_utils/m{i}.py": "" for i in range(13)}, "holds 16 modules (limit 15)"),
+        ({"course_utils/checks/bpe.py": "from course_utils.gpt.fused import _fast\n"},
+         "imports the private name _fast from course_utils.gpt.fused, across a package boundary"),
+        ({"course_utils/masking.py": "from course_utils.gpt import model\n"},
+         "course_utils.masking is a building block at the root but imports the package course_utils.gpt"),
+        ({"course_utils/gpt/fused.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+          "    from course_utils.gpt.model import Block\n_fast = 1\n"},
+         "import circle: course_utils.gpt.fused -> course_utils.gpt.model"),
+        ({"course_utils/counting/parameters.py": "def count():\n    from course_utils.gpt import config\n",
+          "course_utils/gpt/config.py": ""},
+         "packages import each other in a circle: course_utils.counting <-> course_utils.gpt"),
+    ],
+    ids=["root modules", "private name", "root block imports a package", "circle", "package circle"],
+)
+def test_the_import_graph_check_sees_a_planted_violation(tmp_path, files, expected):
+    assert graph_problems(_plant(tmp_path / "fine", FINE)) == []
+    problems = graph_problems(_plant(tmp_path / "planted", {**FINE, **files}))
+    assert len(problems) == 1 and expected in problems[0], problems

@@ -142,7 +142,7 @@ def test_masks_follow_the_requested_device():
 
 def test_left_padded_batch_gives_each_prompt_what_it_gets_alone():
     from course_utils.masking import left_padded_batch
-    from course_utils.multihead import MultiHeadAttention, to_torch_mha
+    from course_utils.attention.multihead import MultiHeadAttention, to_torch_mha
 
     prompts = [[5, 6, 7, 1], [8, 2], [3]]
     ids, mask, positions = left_padded_batch(prompts, pad_id=0)

@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils.counting import GPT2_SMALL, GPT3_175B, LLAMA3_8B, ModelConfig
-from course_utils.memory import activation_bytes_per_layer, saved_activation_bytes
+from course_utils.counting.parameters import GPT2_SMALL, GPT3_175B, LLAMA3_8B, ModelConfig
+from course_utils.counting.memory import activation_bytes_per_layer, saved_activation_bytes
 
 
 class _Block(nn.Module):
@@ -97,7 +97,7 @@ def test_bad_inputs_name_the_argument():
 def test_training_bytes_worked_example_and_recomputation():
     """GPT-2 small, 8 sequences of 1,024, by hand: 124,439,808 parameters at 2 + 2 + 4 + 4 + 4 bytes, and
     12 layers of sbh(34 + 5as/h) bytes; selective recomputation keeps 34sbh, full only 2sbh."""
-    from course_utils.memory import training_bytes
+    from course_utils.counting.memory import training_bytes
 
     n, s, b, h, a = 124_439_808, 1024, 8, 768, 12
     parts = training_bytes(GPT2_SMALL, s, b)

@@ -8,10 +8,10 @@ import math
 import pytest
 import torch
 
-from course_utils.moe import MoE, SwiGLU, load_mixtral_block
-from course_utils.moe_dispatch import dispatch_grouped, dispatch_naive
-from course_utils.moe_routing import capacity_mask, expert_capacity, top_k_gates, top_k_gates_mixtral
-from course_utils.moe_balancing import (load_balancing_loss, load_shares, router_z_loss, update_selection_bias,
+from course_utils.moe.layer import MoE, SwiGLU, load_mixtral_block
+from course_utils.moe.dispatch import dispatch_grouped, dispatch_naive
+from course_utils.moe.routing import capacity_mask, expert_capacity, top_k_gates, top_k_gates_mixtral
+from course_utils.moe.balancing import (load_balancing_loss, load_shares, router_z_loss, update_selection_bias,
                                         usage_entropy)
 
 
@@ -169,7 +169,7 @@ def test_switch_loss_is_transformers_load_balancing_loss_divided_by_k():
 
 def test_mixtral_8x7b_counts_match_the_model_on_the_meta_device():
     transformers = pytest.importorskip("transformers")
-    from course_utils import counting
+    from course_utils.counting import parameters as counting
 
     hf = transformers.MixtralConfig(vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                                     num_attention_heads=32, num_key_value_heads=8, num_local_experts=8,
@@ -328,7 +328,7 @@ def test_moe_on_cuda_matches_cpu():
 def test_training_is_deterministic_and_the_capacity_report_adds_up():
     from dataclasses import replace
 
-    from course_utils.moe_experiment import ExperimentConfig, capacity_report, probe_batch, train_moe
+    from course_utils.moe.experiment import ExperimentConfig, capacity_report, probe_batch, train_moe
 
     cfg = replace(ExperimentConfig(), steps=15, batch=64)
     state = torch.random.get_rng_state()

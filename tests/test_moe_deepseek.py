@@ -5,8 +5,8 @@ on the meta device (sum of p.numel())."""
 import pytest
 import torch
 
-from course_utils.moe_counting import DEEPSEEK_V3, DeepSeekConfig, count_deepseek, mla_parameters
-from course_utils.moe_deepseek import deepseek_v3_gates, sequence_balance_loss
+from course_utils.moe.counting import DEEPSEEK_V3, DeepSeekConfig, count_deepseek, mla_parameters
+from course_utils.moe.deepseek import deepseek_v3_gates, sequence_balance_loss
 from course_utils.tolerances import tolerance
 
 
@@ -162,8 +162,8 @@ def test_deepseek_moe_matches_transformers_deepseek_v3_moe(seed):
     transformers = pytest.importorskip("transformers")
     from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3MoE
 
-    from course_utils.moe import swiglu
-    from course_utils.moe_deepseek import deepseek_moe
+    from course_utils.moe.layer import swiglu
+    from course_utils.moe.deepseek import deepseek_moe
 
     config = transformers.DeepseekV3Config(hidden_size=16, moe_intermediate_size=6, n_routed_experts=8,
                                            n_shared_experts=2, num_experts_per_tok=3, n_group=1, topk_group=1,
@@ -194,7 +194,7 @@ def test_deepseek_moe_matches_transformers_deepseek_v3_moe(seed):
 
 
 def test_deepseek_moe_worked_example_and_bad_input():
-    from course_utils.moe_deepseek import deepseek_moe
+    from course_utils.moe.deepseek import deepseek_moe
 
     x = torch.tensor([[1.0, 2.0]])
     double, negate = (lambda rows: 2 * rows), (lambda rows: -rows)

@@ -4,8 +4,8 @@ from the paper's definition, the equal work per expert, and bad input."""
 import pytest
 import torch
 
-from course_utils.moe import SwiGLU
-from course_utils.moe_expert_choice import expert_choice, expert_choice_routing
+from course_utils.moe.layer import SwiGLU
+from course_utils.moe.expert_choice import expert_choice, expert_choice_routing
 
 
 def test_worked_example():

@@ -8,8 +8,8 @@ import copy
 import pytest
 import torch
 
-from course_utils.moe_experiment import ExperimentConfig, run_experiment
-from course_utils.moe_outcomes import claim_margins, claims, final_shares, loss_spread, starved_histories
+from course_utils.moe.experiment import ExperimentConfig, run_experiment
+from course_utils.moe.outcomes import claim_margins, claims, final_shares, loss_spread, starved_histories
 
 SEEDS = range(12)
 

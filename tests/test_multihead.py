@@ -7,7 +7,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_utils.masking import causal_mask, padding_mask
-from course_utils.multihead import (
+from course_utils.attention.multihead import (
     FusedMultiHeadAttention,
     MultiHeadAttention,
     attention_cost,

@@ -8,7 +8,7 @@ from queue import Empty
 import nbformat
 import pytest
 
-from course_utils.notebook_run import CourseNotebookClient, SlicedChannel, SlicedKernelClient, sliced_get
+from course_utils.env.notebook_run import CourseNotebookClient, SlicedChannel, SlicedKernelClient, sliced_get
 
 
 def _run(coroutine):

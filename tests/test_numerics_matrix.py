@@ -48,7 +48,7 @@ def test_claims_hold_on_every_numerics_path(family, path, here, record_property)
 
 
 PLANTED = '''
-from course_utils.moe_experiment import ExperimentConfig, run_experiment
+from course_utils.moe.experiment import ExperimentConfig, run_experiment
 from tests.numerics import Margins
 
 def test_seed_one_ends_where_it_ended_natively(record_property):
@@ -64,7 +64,7 @@ def test_the_matrix_catches_a_claim_that_holds_on_one_path_only(tmp_path, here):
     switches really change the arithmetic, and a path-dependent claim cannot slip through."""
     if len(here) < 2:
         pytest.skip("this CPU offers one numerics path only")
-    from course_utils.moe_experiment import ExperimentConfig, run_experiment
+    from course_utils.moe.experiment import ExperimentConfig, run_experiment
 
     native = run_experiment(ExperimentConfig(steps=60), seed=1)["none"].eval_loss
     planted = tmp_path / "test_planted_claim.py"

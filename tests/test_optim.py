@@ -1,4 +1,4 @@
-"""AdamW's update, the schedule's spelled-out form and clipping by global norm (``course_utils.optim``),
+"""AdamW's update, the schedule's spelled-out form and clipping by global norm (``course_utils.gpt.optim``),
 each against PyTorch's own: ``torch.optim.AdamW`` set up as ``training.make_optimizer`` does it,
 ``training.lr_at``, ``torch.nn.utils.clip_grad_norm_``; and ``StepOptimizer`` driving a model as
 ``make_optimizer`` does."""
@@ -6,9 +6,9 @@ each against PyTorch's own: ``torch.optim.AdamW`` set up as ``training.make_opti
 import pytest
 import torch
 
-from course_utils.gpt import GPT, GPTConfig
-from course_utils.optim import StepOptimizer, adamw_step, clip_grad_norm, decays, lr_schedule
-from course_utils.training import TrainConfig, lr_at, make_optimizer
+from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.optim import StepOptimizer, adamw_step, clip_grad_norm, decays, lr_schedule
+from course_utils.gpt.training import TrainConfig, lr_at, make_optimizer
 
 TINY = GPTConfig(d_vocab=20, n_ctx=6, d_model=8, n_heads=2, n_layers=1)
 

@@ -12,7 +12,7 @@ import math
 import pytest
 import torch
 
-from course_utils.attention import scaled_dot_product_attention
+from course_utils.attention.dot_product import scaled_dot_product_attention
 from course_utils.positions import (LearnedPositionEmbedding, alibi_bias, alibi_slopes, closest_positions, halves_order,
                                     rope_rotate, shift_rotation, sinusoid_frequencies, sinusoidal_encoding)
 

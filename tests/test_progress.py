@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.notebook_run import CourseNotebookClient
-from course_utils.progress import WIDGET_VIEW, progress_bar, stored_text
+from course_utils.env.notebook_run import CourseNotebookClient
+from course_utils.env.progress import WIDGET_VIEW, progress_bar, stored_text
 
 
 def test_stored_text_names_the_work():
@@ -37,7 +37,7 @@ def test_bad_arguments_are_named(kwargs, error):
 def test_in_a_notebook_the_stored_output_reads_right():
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
-        "from course_utils.progress import progress_bar\n"
+        "from course_utils.env.progress import progress_bar\n"
         "for _ in progress_bar(range(40), desc='toy models'):\n    pass\n"
         "with progress_bar(total=3, desc='runs', unit='run') as bar:\n    bar.update(3)"
     )]

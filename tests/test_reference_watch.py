@@ -74,7 +74,7 @@ def test_the_reference_itself_is_seen(name):
 
 
 def test_inheriting_the_course_forward_is_seen_and_inheriting_the_scaffolding_is_not():
-    from course_utils import multihead
+    from course_utils.attention import multihead
     from course_utils.checks.multihead_attention.multi_head_attention import TorchSDPA
 
     exercise = EXERCISES["multi_head_attention"]
@@ -88,7 +88,7 @@ def test_inheriting_the_course_forward_is_seen_and_inheriting_the_scaffolding_is
 
 
 def test_a_wrapper_around_the_function_the_reference_hands_its_work_to_is_seen():
-    from course_utils import moe
+    from course_utils.moe import layer as moe
 
     exercise = EXERCISES["top_k_router"]
     assert watched_calls(exercise, lambda logits, k: moe.top_k_gates(logits, k))

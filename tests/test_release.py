@@ -9,7 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from course_utils.notebook_run import CourseNotebookClient
+from course_utils.env.notebook_run import CourseNotebookClient
 
 from course_utils.lab.release.release import ReleaseError, release
 from course_utils.lab.release.leaks import RUN_TOKENS, find_leak, tokens

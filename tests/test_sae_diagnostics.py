@@ -3,12 +3,11 @@ and on numpy float64 arithmetic for a trained SAE."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
-from course_utils.sparse_autoencoder import SparseAutoencoder, hidden_activation_sampler, sae_diagnostics, train_sparse_autoencoder
-from course_utils.toy_models import train_sweep
+from course_utils.superposition.sparse_autoencoder import SparseAutoencoder, hidden_activation_sampler, sae_diagnostics, train_sparse_autoencoder
+from course_utils.superposition.toy_models import train_sweep
 
 
 def hand_sae() -> SparseAutoencoder:

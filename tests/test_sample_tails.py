@@ -5,9 +5,9 @@ largest probability, top-k never draws below the k-th, and clear errors."""
 import pytest
 import torch
 
-from course_utils.generation import generate
-from course_utils.gpt import GPT, GPTConfig
-from course_utils.sample_tails import sampled_probabilities
+from course_utils.gpt.generation import generate
+from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.sample_tails import sampled_probabilities
 
 CFG = GPTConfig(d_vocab=41, n_ctx=16, d_model=24, n_heads=3, n_layers=2, d_mlp=40)
 

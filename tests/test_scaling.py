@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils.scaling import chinchilla_tokens, compute_optimal
+from course_utils.counting.scaling import chinchilla_tokens, compute_optimal
 
 
 def test_chinchilla_itself_is_twenty_tokens_per_parameter():

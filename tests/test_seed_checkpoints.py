@@ -6,9 +6,9 @@ notebook 09 asserts for the run it trains."""
 import pytest
 import torch
 
-from course_utils.checkpoint import (COURSE_CHECKPOINT, COURSE_MODEL, SEEDS, corpus_tokens, load_checkpoint,
+from course_utils.gpt.checkpoint import (COURSE_CHECKPOINT, COURSE_MODEL, SEEDS, corpus_tokens, load_checkpoint,
                                      replay_first_steps, seed_checkpoint, small_gpt_tokenizer)
-from course_utils.training import TrainConfig, bigram_loss, split_tokens
+from course_utils.gpt.training import TrainConfig, bigram_loss, split_tokens
 
 
 @pytest.fixture(scope="module")

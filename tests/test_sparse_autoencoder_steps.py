@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.sparse_autoencoder import SparseAutoencoder, sae_forward, sae_loss, sae_training_step
+from course_utils.superposition.sparse_autoencoder import SparseAutoencoder, sae_forward, sae_loss, sae_training_step
 
 
 # -- 06: the SAE's forward, loss and step ----------------------------------------------------------

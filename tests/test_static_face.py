@@ -75,7 +75,7 @@ def _face_settings(face: str) -> str:
 
 
 def test_a_choice_shows_its_label_not_the_index_it_holds():
-    from course_utils.toy_models import ToyModel
+    from course_utils.superposition.toy_models import ToyModel
     from course_utils.viz.mlp_superposition import sparsity_explorer
 
     box = sparsity_explorer(ToyModel(3, 5, 2, sparsity=[0.0, 0.5, 0.9], seed=0))

@@ -11,8 +11,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from course_utils.gpt import GPT  # noqa: E402
-from course_utils.gpt2_weights import convert_gpt2_state_dict, gpt2_config, to_gpt2_state_dict  # noqa: E402
+from course_utils.gpt.model import GPT  # noqa: E402
+from course_utils.gpt.gpt2_weights import convert_gpt2_state_dict, gpt2_config, to_gpt2_state_dict  # noqa: E402
 from tools.mutation.sources import namespace  # noqa: E402
 
 HF_CFG = dict(vocab_size=97, n_positions=24, n_embd=48, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0)

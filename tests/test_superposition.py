@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.sparse_autoencoder import hidden_activation_sampler, recovered_features
-from course_utils.superposition import (AND_GATE_INPUTS, AND_GATE_WORDS, AndGate, and_gate, and_gate_preactivations,
+from course_utils.superposition.sparse_autoencoder import hidden_activation_sampler, recovered_features
+from course_utils.superposition.geometry import (AND_GATE_INPUTS, AND_GATE_WORDS, AndGate, and_gate, and_gate_preactivations,
                                         angle_deviation_summary, fit_power_law, pairwise_angle_stats,
                                         random_unit_vectors, welch_bound)
-from course_utils.toy_models import (ToyModel, feature_dimensionality, feature_norms, importance_weighted_loss, interference,
+from course_utils.superposition.toy_models import (ToyModel, feature_dimensionality, feature_norms, importance_weighted_loss, interference,
                                      toy_model_forward)
 
 
@@ -61,7 +61,7 @@ def test_float32_angle_stats_match_numpy_float64(chunk_size):
 @pytest.mark.parametrize("start,stop,dim", [(0, 1, 10**9), (3, 10, 1 << 24), (0, 512, 12_288), (100, 613, 12_288), (0, 37, 1 << 28),
                                              (0, 512, 100)])
 def test_triangle_tiles_cover_every_pair_once(start, stop, dim):
-    from course_utils.superposition import _SPLIT_MACS, _triangle_tiles
+    from course_utils.superposition.geometry import _SPLIT_MACS, _triangle_tiles
     seen = np.zeros((stop, stop), dtype=int)
     tiles = list(_triangle_tiles(start, stop, dim))
     for r0, r1, c0, c1 in tiles:

@@ -5,7 +5,7 @@
 import pytest
 import torch
 
-from course_utils.threads import threads_for_load, torch_threads
+from course_utils.env.threads import threads_for_load, torch_threads
 
 
 @pytest.fixture
@@ -58,6 +58,6 @@ def test_threads_for_load(monkeypatch):
 
 
 def test_training_and_notebook_09_still_import_threads_for_load_from_training():
-    from course_utils import training
+    from course_utils.gpt import training
 
     assert training.threads_for_load is threads_for_load

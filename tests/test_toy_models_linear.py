@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_utils.toy_models import ToyModel, feature_norms, represented_features, toy_model_forward, train_sweep
+from course_utils.superposition.toy_models import ToyModel, feature_norms, represented_features, toy_model_forward, train_sweep
 
 IMPORTANCE = 0.7 ** torch.arange(20.0)  # notebook 06's setting: feature 0 matters most
 

@@ -1,4 +1,4 @@
-"""The importance × sparsity phase picture (course_utils.toy_phases): the exact expected loss and the classifier.
+"""The importance × sparsity phase picture (course_utils.superposition.phases): the exact expected loss and the classifier.
 
 Oracles: the midpoint rule worked by hand (Σ_k ((k + ½)/K)² / K = 1/3 − 1/(12 K²)); the batch loss of
 ``ToyModel.loss`` on the same grid when every point is equally likely; hand-made weights for each phase.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course_utils.toy_models import ToyModel
-from course_utils.toy_phases import PHASES, expected_loss, extra_feature_phase, input_grid, phase_sweep
+from course_utils.superposition.toy_models import ToyModel
+from course_utils.superposition.phases import PHASES, expected_loss, extra_feature_phase, input_grid, phase_sweep
 
 
 def test_input_grid_worked_example_and_probabilities():

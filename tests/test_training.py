@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils.checkpoint import COURSE_CHECKPOINT, COURSE_MODEL, load_checkpoint, save_checkpoint
-from course_utils.gpt import GPT, GPTConfig
+from course_utils.gpt.checkpoint import COURSE_CHECKPOINT, COURSE_MODEL, load_checkpoint, save_checkpoint
+from course_utils.gpt.model import GPT, GPTConfig
 from course_utils.tokenisation.byte_bpe import ByteBPETokenizer
-from course_utils.training import (TrainConfig, bigram_loss, evaluate, get_batch, lr_at, sequence_loss, split_tokens,
+from course_utils.gpt.training import (TrainConfig, bigram_loss, evaluate, get_batch, lr_at, sequence_loss, split_tokens,
                                    train)
 
 TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=1)
@@ -184,7 +184,7 @@ def test_committed_checkpoint_loads_with_its_tokenizer_and_log():
 def test_committed_checkpoint_is_well_below_the_bigram_baseline():
     """Scored on 1,024 held-out windows (65,536 tokens, not the log's 64), the trained model beats the
     bigram table built from the same training tokens by at least 0.3 nats per token."""
-    from course_utils.checkpoint import corpus_tokens
+    from course_utils.gpt.checkpoint import corpus_tokens
 
     ckpt = load_checkpoint(COURSE_CHECKPOINT)
     train_ids, val_ids = split_tokens(corpus_tokens(ckpt["tokenizer"]))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils.hardware import A100_80GB, H100_SXM, Accelerator
-from course_utils.training_time import model_flops_utilization, training_seconds
+from course_utils.counting.hardware import A100_80GB, H100_SXM, Accelerator
+from course_utils.counting.training_time import model_flops_utilization, training_seconds
 
 
 def test_megatron_lm_gpt3_estimate_is_34_days():

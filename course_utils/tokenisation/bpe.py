@@ -50,12 +50,12 @@ def merge_pair(words: Words, pair: Pair) -> Words:
     """Join every left-to-right occurrence of ``pair``: ``{('a','a','a'): 1}``, ('a','a') -> ``{('aa','a'): 1}``."""
     out: dict[tuple, int] = Counter()
     for symbols, count in words.items():
-        out[tuple(_join_pair(symbols, pair))] += count
+        out[tuple(join_pair(symbols, pair))] += count
     return dict(out)
 
 
-def _join_pair(symbols, pair: Pair) -> list[str]:
-    """``_join_pair(['l','o','w'], ('l','o'))`` -> ``['lo', 'w']`` (every left-to-right occurrence)."""
+def join_pair(symbols, pair: Pair) -> list[str]:
+    """``join_pair(['l','o','w'], ('l','o'))`` -> ``['lo', 'w']`` (every left-to-right occurrence)."""
     a, b = pair
     merged, i = [], 0
     while i < len(symbols):
@@ -100,7 +100,7 @@ def encode_word(word: str, merges: list[Pair]) -> list[str]:
     ``encode_word("lowest", train_bpe(WORKED_CORPUS, 5))`` -> ``['low', 'est</w>']``."""
     symbols = list(split_word(word))
     for pair in merges:
-        symbols = _join_pair(symbols, pair)
+        symbols = join_pair(symbols, pair)
     return symbols
 
 

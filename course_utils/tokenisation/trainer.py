@@ -107,7 +107,7 @@ def learn_merges(counts: Counter, n_new: int, progress: bool = False) -> list[tu
     heapq.heapify(heap)
     bar = None
     if progress:
-        from course_utils.progress import progress_bar
+        from course_utils.env.progress import progress_bar
 
         bar = progress_bar(total=n_new, desc="BPE merges", unit="merge")
     merges, created = [], 0

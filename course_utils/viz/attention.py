@@ -4,7 +4,7 @@
 mean max weight and entropy against d_k with and without the 1/sqrt(d_k) scale;
 ``dk_saturation_viewer(tokens)`` is the widget: a d_k slider, two heatmaps (scaled, unscaled)
 for random unit-variance queries and keys, and a plain-text readout. Every number comes from
-``course_utils.attention``; the callbacks only call those functions and draw.
+``course_utils.attention.dot_product``; the callbacks only call those functions and draw.
 
 CSS classes (see WIDGET_CONTRACT.md): root ``course-attention-viewer``, slider ``course-dk``,
 readout ``course-readout``, figure ``course-figure``.
@@ -18,7 +18,7 @@ from typing import Sequence
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
-from course_utils.attention import pattern_stats, random_scores
+from course_utils.attention.dot_product import pattern_stats, random_scores
 from course_utils.softmax import softmax
 from course_utils.viz.drawing import new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area

@@ -20,8 +20,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
-from course_utils.moe_balancing import max_entropy_bits, usage_entropy
-from course_utils.moe_experiment import TrainingRun, capacity_report
+from course_utils.moe.balancing import max_entropy_bits, usage_entropy
+from course_utils.moe.experiment import TrainingRun, capacity_report
 from course_utils.viz.drawing import new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 from course_utils.viz.style import INK, course_figure

@@ -14,7 +14,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
-from course_utils import toy_models
+from course_utils.superposition import toy_models
 from course_utils.viz.drawing import new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 from course_utils.viz.style import INK, course_figure

@@ -7,7 +7,7 @@ models; ``plot_decode_intensity(curves, ridges)`` draws a decode step's FLOPs pe
 batch beside accelerators' ridge points; ``counter_widget()`` has sliders for d_model, layers,
 heads, KV heads, vocabulary, context, experts and k and shows the live parameter and FLOP
 breakdown as bars with a plain-text readout.
-All the maths is ``course_utils.counting`` / ``course_utils.compute`` (via ``counter_state``); a
+All the maths is ``course_utils.counting.parameters`` / ``course_utils.counting.compute`` (via ``counter_state``); a
 setting the counter refuses (d_model not divisible by n_heads, k > experts...) shows the library's
 error as a ``WARNING`` line. CSS classes (WIDGET_CONTRACT.md): ``course-counter``,
 ``course-counter-<field>`` per slider, ``course-counter-style``, ``course-readout``, ``course-figure``.
@@ -22,8 +22,8 @@ from collections.abc import Iterable
 import ipywidgets as widgets
 from IPython.display import Image
 
-from course_utils import compute, counting
-from course_utils.counting import ModelConfig
+from course_utils.counting import compute, parameters as counting
+from course_utils.counting.parameters import ModelConfig
 from course_utils.viz.drawing import human_count, new_figure, show_figure
 from course_utils.viz.scaffold import figure_area, live_widget, readout_area
 from course_utils.viz.style import INK, course_figure

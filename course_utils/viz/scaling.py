@@ -1,7 +1,7 @@
 """Notebook 04's log-log plot of attention time against sequence length, with an n² guide line.
 
 ``plot_scaling(lengths, seconds)`` -> a figure; the exponent comes from
-``course_utils.attention_scaling.fit_exponent``. Leaves out the measuring itself.
+``course_utils.attention.scaling.fit_exponent``. Leaves out the measuring itself.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Sequence
 
 import matplotlib.pyplot as plt
 
-from course_utils.attention_scaling import fit_exponent
+from course_utils.attention.scaling import fit_exponent
 from course_utils.viz.style import course_figure
 
 

@@ -2,7 +2,7 @@
 
 ``plot_loss_curves`` draws each instance's training loss (a running mean) on a log scale, so the flat tail
 shows that training has converged; ``plot_phase_diagram`` colours a ``toy_phases.PhaseSweep`` by arrangement.
-Plotting only: the models are trained by ``course_utils.toy_models`` and ``course_utils.toy_phases``.
+Plotting only: the models are trained by ``superposition.toy_models`` and ``superposition.phases``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
 
-from course_utils.toy_phases import PHASES, PhaseSweep
+from course_utils.superposition.phases import PHASES, PhaseSweep
 from course_utils.viz.style import course_figure
 
 PHASE_COLOURS = ("#4c72b0", "#dd8452", "#c44e52")  # not represented, dedicated dimension, superposition

@@ -53,7 +53,7 @@
 # %%
 import torch
 
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()
@@ -68,7 +68,7 @@ print("computing on", describe_device(device))  # this machine's device: the tes
 
 # %% tags=["nbval-ignore-output"]
 # Output not compared by the tests: it reports this machine's Python, PyTorch, device and thread count.
-from course_utils.envcheck import environment_report, format_report
+from course_utils.env import environment_report, format_report
 
 report = environment_report()
 print(format_report(report))

@@ -73,7 +73,7 @@
 # byte-level BPE as real tokenizers run it; each has a check cell under it and hints on request.
 
 # %%
-from course_utils.device import seed_everything
+from course_utils.env import seed_everything
 
 # Nothing below is random, but every notebook seeds its generators in a visible cell.
 seed_everything(0)

@@ -80,7 +80,7 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()

@@ -78,7 +78,7 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()
@@ -159,10 +159,10 @@ print(f"cat's weighted value: exact weight {cat_weight:.5f} × {cat_value:.0f} =
 
 # %% [markdown]
 # All queries at once is a pair of matrix products: $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$.
-# `course_utils.attention` has the readable version, and its row for *cat* matches the hand computation.
+# `course_utils.attention.dot_product` has the readable version, and its row for *cat* matches the hand computation.
 
 # %%
-from course_utils import attention  # the reference implementations
+from course_utils.attention import dot_product as attention  # the reference implementations
 from course_utils.attention import attention_pattern, scaled_dot_product_attention
 from course_utils.viz.attention import plot_pattern
 from course_utils.viz.style import course_style
@@ -296,12 +296,12 @@ check_blockwise_attention(blockwise_attention)
 # Stuck? Ask for a hint in a new cell: `hint("blockwise_attention")` gives a nudge, `hint("blockwise_attention", 2)` a stronger one. Hints never show the code.
 
 # %% [markdown]
-# The course's version is `course_utils.blockwise_attention.blockwise_attention`. On 1,024 keys in
+# The course's version is `course_utils.attention.blockwise.blockwise_attention`. On 1,024 keys in
 # blocks of 64 it never holds more than a 64-column tile of scores, and it gives the same output as
 # the full computation (float64, so the comparison is not about rounding):
 
 # %%
-from course_utils.blockwise_attention import blockwise_attention as reference_blockwise
+from course_utils.attention import blockwise_attention as reference_blockwise
 
 gen = torch.Generator().manual_seed(1)
 q_long, k_long, v_long = (torch.randn(1024, 32, generator=gen, dtype=torch.float64) for _ in range(3))   # (pos, d_head)
@@ -356,7 +356,7 @@ print(f"GPT-3's heads have d_k = 128, so it divides by sqrt(128) = {math.sqrt(12
 # To measure how spread out a row of weights $w_1, \dots, w_n$ is, use its **entropy**,
 # $H = -\sum_j w_j \ln w_j$ (with $0 \ln 0 = 0$). With the natural logarithm its unit is the **nat**.
 # It is 0 when one key takes all the weight, and largest, $\ln n$, when the weights are uniform; $e^H$
-# reads as "the number of keys this query effectively attends to". (`course_utils.attention.pattern_entropy`
+# reads as "the number of keys this query effectively attends to". (`course_utils.attention.dot_product.pattern_entropy`
 # computes it.)
 #
 # The plot measures both on random unit-variance queries and keys over 8 keys: the mean largest weight,
@@ -443,12 +443,12 @@ check_sdp_attention_backward(sdp_attention_backward)
 # Stuck? Ask for a hint in a new cell: `hint("sdp_attention_backward")` gives a nudge, `hint("sdp_attention_backward", 2)` a stronger one. Hints never show the code.
 
 # %% [markdown]
-# The course's version is `course_utils.attention_gradients.sdp_attention_backward`. On the worked
+# The course's version is `course_utils.attention.gradients.sdp_attention_backward`. On the worked
 # example, with a made-up upstream gradient, it agrees with autograd:
 
 # %%
-from course_utils.attention_gradients import sdp_attention_backward as reference_backward
-from course_utils.attention_gradients import softmax_backward
+from course_utils.attention import sdp_attention_backward as reference_backward
+from course_utils.attention import softmax_backward
 
 grad_O = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, -1.0]], dtype=torch.float64)   # (pos, d_v), made up
 leaves = [t.clone().requires_grad_() for t in (Q, K, V)]
@@ -531,11 +531,11 @@ check_blockwise_attention_backward(blockwise_attention_backward)
 # Stuck? Ask for a hint in a new cell: `hint("blockwise_attention_backward")` gives a nudge, `hint("blockwise_attention_backward", 2)` a stronger one. Hints never show the code.
 
 # %% [markdown]
-# The course's version, `course_utils.blockwise_attention.blockwise_attention_backward`, on the 1,024 keys of
+# The course's version, `course_utils.attention.blockwise.blockwise_attention_backward`, on the 1,024 keys of
 # section 3 in blocks of 64, gives the same gradients as the full backward pass:
 
 # %%
-from course_utils.blockwise_attention import blockwise_attention_backward as reference_blockwise_backward
+from course_utils.attention import blockwise_attention_backward as reference_blockwise_backward
 
 grad_long = torch.randn(1024, 32, generator=torch.Generator().manual_seed(5), dtype=torch.float64)   # dL/dout, made up
 tiled = reference_blockwise_backward(q_long, k_long, v_long, out_blocks, lse_blocks, grad_long, block_size=64)
@@ -643,7 +643,7 @@ check_cross_attention_head(CrossAttentionHead)
 # Stuck? Ask for a hint in a new cell: `hint("cross_attention_head")` gives a nudge, `hint("cross_attention_head", 2)` a stronger one. Hints never show the code.
 
 # %% [markdown]
-# The course's `course_utils.attention.CrossAttentionHead` is the same head (its tests compare it with
+# The course's `course_utils.attention.dot_product.CrossAttentionHead` is the same head (its tests compare it with
 # PyTorch's `nn.MultiheadAttention` given separate key and value widths). Two decoder positions reading
 # five encoder positions of another width give one row of weights per decoder position:
 
@@ -709,7 +709,7 @@ check_attention_head(AttentionHead)
 # Stuck? Ask for a hint in a new cell: `hint("attention_head")` gives a nudge, `hint("attention_head", 2)` a stronger one. Hints never show the code.
 
 # %% [markdown]
-# From here on the course uses its reference head, `course_utils.attention.AttentionHead`. PyTorch's
+# From here on the course uses its reference head, `course_utils.attention.dot_product.AttentionHead`. PyTorch's
 # own `nn.MultiheadAttention` with a single head computes the same thing (the course's tests compare
 # them); it stores the transposed matrices, stacked into one `in_proj_weight`. The cell also stacks
 # three heads' `W_Q` into the `(n_heads, d_model, d_head)` tensor of notebook 05 and checks that slice
@@ -774,13 +774,13 @@ check_attention_head_backward(attention_head_backward)
 # Stuck? Ask for a hint in a new cell: `hint("attention_head_backward")` gives a nudge, `hint("attention_head_backward", 2)` a stronger one. Hints never show the code.
 
 # %% [markdown]
-# The course's `course_utils.attention_gradients.attention_head_backward`, checked against autograd on the
+# The course's `course_utils.attention.gradients.attention_head_backward`, checked against autograd on the
 # reference head built above (a batch of 2 × 10 positions, float64) and then used for one step of plain
 # gradient descent: the loss (a made-up one, the sum of the outputs times a fixed random tensor) goes
 # down.
 
 # %%
-from course_utils.attention_gradients import attention_head_backward as reference_head_backward
+from course_utils.attention import attention_head_backward as reference_head_backward
 
 head64 = ReferenceHead(d_model=64, d_head=16, init_std=0.2).double()
 x64 = torch.randn(2, 10, 64, dtype=torch.float64, generator=torch.Generator().manual_seed(3))

@@ -85,7 +85,7 @@ import math
 
 import torch
 
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()
@@ -705,7 +705,7 @@ temperature_widget(vocab, logits)
 # and the number of token pairs it scores grows as $n^2$:
 
 # %%
-from course_utils.attention_scaling import fit_exponent, measure_attention, pair_counts
+from course_utils.attention import fit_exponent, measure_attention, pair_counts
 
 for row in pair_counts([1_000, 4_000, 32_000]):
     print(f"{row['n_ctx']:>7,} tokens  {row['pairs']:>15,} pairs  {row['relative']:>7,.0f}×")
@@ -754,7 +754,7 @@ print(f"fitted memory exponent: {fit_exponent(lengths, [r['pattern_bytes'] for r
 
 # %%
 from course_utils.attention import scaled_dot_product_attention
-from course_utils.attention_scaling import measure_mask_savings, visited_tiles
+from course_utils.attention import measure_mask_savings, visited_tiles
 
 n_long, window = 4096, 128
 tiles = {"causal": visited_tiles(masking.causal_mask(n_long)),
@@ -809,7 +809,7 @@ check_sliding_window_attention(sliding_window_attention)
 # %%
 from torch.utils.flop_counter import FlopCounterMode
 
-from course_utils import attention_scaling
+from course_utils.attention import scaling as attention_scaling
 
 n_band, w_band, d_band = 300, 32, 16
 q_w, k_w, v_w = torch.randn(3, 1, n_band, d_band, generator=torch.Generator().manual_seed(0), dtype=torch.float64)

@@ -74,7 +74,7 @@
 import torch
 from torch import nn
 
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()
@@ -100,7 +100,7 @@ print("computing on", describe_device(device))  # this machine's device: the tes
 # With 8 columns and 2 heads, head 0 gets columns 0–3 and head 1 gets columns 4–7:
 
 # %%
-from course_utils import multihead
+from course_utils.attention import multihead
 
 x_small = torch.arange(16.0).reshape(1, 2, 8)  # (batch=1, pos=2, d_model=8)
 print("x:", x_small.tolist())
@@ -308,7 +308,7 @@ print(f"projections = 8·n·d² = {8 * n_ctx * d_model**2:,};  attention = 4·n�
 # %% [markdown]
 # Eight heads of 64 dimensions get eight independent patterns for the price of one 512-dimensional
 # pattern. GPT-2 small cuts its width the same way; the course's record of its sizes
-# (`course_utils.counting.GPT2_SMALL`, which the tests compare with `transformers`' GPT-2 defaults) says how:
+# (`course_utils.counting.parameters.GPT2_SMALL`, which the tests compare with `transformers`' GPT-2 defaults) says how:
 
 # %%
 from course_utils.counting import GPT2_SMALL as gpt2
@@ -432,7 +432,7 @@ print("fused layer == per-head layer with the causal mask:", torch.allclose(fuse
 # width 128 over 80 layers; the cache for one sequence of 4,096 tokens, in numbers and in bf16 bytes:
 
 # %%
-from course_utils.grouped_query import kv_cache_values
+from course_utils.attention import kv_cache_values
 
 llama2_70b = {"n_layers": 80, "d_head": 128, "n_ctx": 4096}
 print("Llama 2 70B:", llama2_70b, "and 64 query heads")
@@ -496,7 +496,7 @@ check_grouped_query_attention(GroupedQueryAttention)
 # shrink with the key/value heads (here 8 query heads of width 8 sharing 2 key/value heads):
 
 # %%
-from course_utils.grouped_query import GroupedQueryAttention as CourseGQA
+from course_utils.attention import GroupedQueryAttention as CourseGQA
 
 gqa = CourseGQA(64, 8, 2, generator=torch.Generator().manual_seed(0)).double()
 x_gqa = torch.randn(2, 6, 64, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
@@ -525,7 +525,7 @@ print("parameters: grouped", sum(p.numel() for p in gqa.parameters()), "vs multi
 # %%
 import time
 
-from course_utils import induction
+from course_utils.attention import induction
 
 cfg = induction.InductionConfig()
 print(cfg)

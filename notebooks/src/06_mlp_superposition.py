@@ -88,8 +88,8 @@ import math
 import torch
 from torch import nn
 
-from course_utils import mlp, superposition, toy_models
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils import mlp, superposition
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()
@@ -491,7 +491,7 @@ check_importance_weighted_loss(importance_weighted_loss)
 # ### From "keep m features" to superposition
 #
 # Twenty features through five hidden dimensions, importance $0.7^i$ (feature 0 matters most), one
-# instance per sparsity. `toy_models.train_sweep` builds them from a seed and trains them all in one
+# instance per sparsity. `superposition.train_sweep` builds them from a seed and trains them all in one
 # loop (Adam on the summed losses; instances never interact), using the reference forward and loss.
 #
 # What a model keeps is only worth reading once training has **converged**. Stop early and each model
@@ -504,7 +504,7 @@ check_importance_weighted_loss(importance_weighted_loss)
 # %%
 many_sparsity = [0.0, 0.7, 0.9, 0.97, 0.99, 0.997]
 steps, batch_size = 2_000, 1_024
-many, many_losses = toy_models.train_sweep(20, 5, many_sparsity, importance=0.7 ** torch.arange(20.0),
+many, many_losses = superposition.train_sweep(20, 5, many_sparsity, importance=0.7 ** torch.arange(20.0),
                                            steps=steps, batch_size=batch_size, seed=0, progress=True)
 print(f"{steps:,} steps of Adam on batches of {batch_size:,}, learning rate 1e-2 falling along a cosine to 1e-4")
 
@@ -520,12 +520,12 @@ fig = viz_phases.plot_loss_curves(many_losses, many.sparsity)
 
 # %%
 many_W = many.W.detach()
-kept = toy_models.represented_features(many_W)  # (inst,): features with norm > 0.5
+kept = superposition.represented_features(many_W)  # (inst,): features with norm > 0.5
 with torch.no_grad():
     held_out_loss = many.loss(many.generate_batch(100_000, torch.Generator().manual_seed(3)))  # (inst,)
 for s, count, loss in zip(many_sparsity, kept.tolist(), held_out_loss.tolist()):
     print(f"sparsity {s:<6} features with norm > 0.5: {count:>2} of 20 (hidden dims: 5)   held-out loss {loss:.6f}")
-print("kept at sparsity 0:", torch.nonzero(toy_models.feature_norms(many_W[0]) > 0.5).flatten().tolist())
+print("kept at sparsity 0:", torch.nonzero(superposition.feature_norms(many_W[0]) > 0.5).flatten().tolist())
 
 # %%
 fig = viz.plot_sparsity_grid(many_W, many.sparsity)
@@ -550,7 +550,7 @@ fig = viz.plot_sparsity_grid(many_W, many.sparsity)
 # %% tags=["nbval-ignore-output"]
 # Output not compared by the tests: each norm's last digits come from float32 training, which rounds differently on each processor.
 for s in many_sparsity[-2:]:
-    norms = toy_models.feature_norms(many_W[many_sparsity.index(s)]).sort(descending=True).values  # (feat,)
+    norms = superposition.feature_norms(many_W[many_sparsity.index(s)]).sort(descending=True).values  # (feat,)
     print(f"sparsity {s}: " + " ".join(f"{v:.2f}" for v in norms.tolist()))
 
 # %% [markdown]
@@ -560,13 +560,13 @@ for s in many_sparsity[-2:]:
 # twenty features through five dimensions at sparsity 0.99, with the same seed, steps and optimiser:
 
 # %%
-linear, _ = toy_models.train_sweep(20, 5, [0.99], importance=0.7 ** torch.arange(20.0), steps=steps, batch_size=batch_size,
+linear, _ = superposition.train_sweep(20, 5, [0.99], importance=0.7 ** torch.arange(20.0), steps=steps, batch_size=batch_size,
                                    seed=0, relu=False)
 linear_W = linear.W.detach()
 print("features with norm > 0.5 at sparsity 0.99 (of 20, hidden dims: 5):")
-print(f"  with the ReLU:    {toy_models.represented_features(many_W[many_sparsity.index(0.99)]).item():>2}")
-print(f"  linear, no ReLU:  {toy_models.represented_features(linear_W[0]).item():>2}   "
-      f"(which: {torch.nonzero(toy_models.feature_norms(linear_W[0]) > 0.5).flatten().tolist()})")
+print(f"  with the ReLU:    {superposition.represented_features(many_W[many_sparsity.index(0.99)]).item():>2}")
+print(f"  linear, no ReLU:  {superposition.represented_features(linear_W[0]).item():>2}   "
+      f"(which: {torch.nonzero(superposition.feature_norms(linear_W[0]) > 0.5).flatten().tolist()})")
 
 # %% [markdown]
 # The linear model keeps exactly the five most important features, each on its own axis, and
@@ -589,7 +589,7 @@ print(f"  linear, no ReLU:  {toy_models.represented_features(linear_W[0]).item()
 rotation, _ = torch.linalg.qr(torch.randn(5, 5, generator=torch.Generator().manual_seed(0)))  # (5, 5) orthogonal
 probe = many.generate_batch(256, torch.Generator().manual_seed(1))  # (batch, inst, feat)
 with torch.no_grad():
-    rotated_output = toy_models.toy_model_forward(probe, rotation @ many_W, many.b_final)
+    rotated_output = superposition.toy_model_forward(probe, rotation @ many_W, many.b_final)
     same = torch.allclose(rotated_output, many(probe), atol=1e-5)
 print("every output the same after rotating the hidden space (up to float32 rounding, 1e-5):", same)
 
@@ -601,14 +601,14 @@ print("every output the same after rotating the hidden space (up to float32 roun
 
 # %%
 five_sparsity = (1 - torch.logspace(0, -2, 12)).tolist()
-five, five_losses = toy_models.train_sweep(5, 2, five_sparsity, steps=steps, batch_size=batch_size, seed=0, progress=True)
+five, five_losses = superposition.train_sweep(5, 2, five_sparsity, steps=steps, batch_size=batch_size, seed=0, progress=True)
 
 # %%
 five_W = five.W.detach()
 sparsest = five_W[-1]  # (hidden=2, feat=5)
 angles = torch.rad2deg(torch.atan2(sparsest[1], sparsest[0])).sort().values
 gaps = torch.diff(torch.cat([angles, angles[:1] + 360]))
-print("sparsest instance: feature norms", [round(v, 2) for v in toy_models.feature_norms(sparsest).tolist()])
+print("sparsest instance: feature norms", [round(v, 2) for v in superposition.feature_norms(sparsest).tolist()])
 print("angles between neighbouring features (degrees):", [round(g) for g in gaps.tolist()])
 
 # %%
@@ -647,10 +647,10 @@ check_feature_dimensionality(feature_dimensionality)
 
 # %% [markdown]
 # Every feature's $D_i$ in the five-in-two sweep against $1/(1 - S)$ (the average number of
-# inputs between two appearances of a feature), with the reference `toy_models.feature_dimensionality`:
+# inputs between two appearances of a feature), with the reference `superposition.feature_dimensionality`:
 
 # %%
-five_dims = toy_models.feature_dimensionality(five_W)  # (inst, feat)
+five_dims = superposition.feature_dimensionality(five_W)  # (inst, feat)
 per_feature = 2 / five_W.square().sum(dim=(-2, -1))  # m / ||W||_F^2: hidden dims per represented feature
 fig = viz.plot_dimensionality(five.sparsity, five_dims, per_feature)
 
@@ -705,7 +705,7 @@ fig = viz.plot_instances_2d(five_W, five.sparsity, [0, 4, 7, 11])
 # arrangement, and keeps the lowest loss:
 
 # %%
-from course_utils import toy_phases
+from course_utils.superposition import phases as toy_phases
 
 phases = toy_phases.phase_sweep(torch.logspace(-2, 2, 12), torch.logspace(-3, 0, 12), seed=0)
 fig = viz_phases.plot_phase_diagram(phases)
@@ -845,11 +845,11 @@ check_sae_training_step(sae_training_step)
 # model represents, its best cosine with any dictionary direction:
 
 # %%
-from course_utils.sparse_autoencoder import SparseAutoencoder, hidden_activation_sampler, recovered_features, train_sparse_autoencoder
+from course_utils.superposition import SparseAutoencoder, hidden_activation_sampler, recovered_features, train_sparse_autoencoder
 
 instance = many_sparsity.index(0.99)
 true_W = many_W[instance]  # (hidden=5, feat=20)
-represented = toy_models.feature_norms(true_W) > 0.5
+represented = superposition.feature_norms(true_W) > 0.5
 sae = SparseAutoencoder(d_in=5, d_sae=40, seed=0)
 sae_l1 = 0.1  # the penalty's strength, λ
 sae_losses = train_sparse_autoencoder(sae, hidden_activation_sampler(many, instance), steps=1000, batch_size=512, l1=sae_l1, seed=0, progress=True)
@@ -886,7 +886,7 @@ print(f"L1 penalty, mean per input: {f.sum(dim=-1).mean().item():.4f} -> {(f / 1
 # represented features that are actually non-zero per input:
 
 # %%
-from course_utils.sparse_autoencoder import sae_diagnostics
+from course_utils.superposition import sae_diagnostics
 
 held_out = many.generate_batch(8192, torch.Generator().manual_seed(2))  # (batch, inst, feat), unseen in training
 diagnostics = sae_diagnostics(sae, many.hidden(held_out)[:, instance].detach())

@@ -81,8 +81,8 @@
 import torch
 from torch import nn
 
-from course_utils import moe, moe_balancing, moe_experiment
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.moe import layer as moe, balancing as moe_balancing, experiment as moe_experiment
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()
@@ -302,7 +302,7 @@ print(f"dropped {int(routing.dropped().sum())} of {routing.indices.numel()} assi
       f"tokens with both choices dropped: {int((~routing.kept).all(dim=-1).sum())}")
 
 # %%
-from course_utils.moe_experiment import capacity_report
+from course_utils.moe import capacity_report
 from course_utils.viz.mixture_of_experts import plot_capacity
 
 report = capacity_report(skewed, crowd, 1.0)
@@ -434,7 +434,7 @@ check_expert_choice(expert_choice)
 # `moe_expert_choice` (in float64, so that no near-tie between two tokens depends on the machine):
 
 # %%
-from course_utils.moe_expert_choice import expert_choice_routing
+from course_utils.moe import expert_choice_routing
 
 _, chosen_tokens = expert_choice_routing(crowd.double() @ skewed.W_router.detach().double(), float(k))
 experts_per_token = torch.bincount(chosen_tokens.reshape(-1), minlength=crowd.shape[0])
@@ -686,7 +686,7 @@ print(f"tokens with Z > 0: {int((Z > 0).sum())} of {big.shape[0]}; "
 # input) helps large runs explore the experts; here it would add a second random difference.
 
 # %%
-from course_utils.progress import progress_bar
+from course_utils.env import progress_bar
 
 cfg = moe_experiment.ExperimentConfig()
 print(cfg)
@@ -726,7 +726,7 @@ for name, run in runs.items():
 # SSE path).
 
 # %%
-from course_utils import moe_outcomes
+from course_utils.moe import outcomes as moe_outcomes
 
 seeds = range(10)
 with progress_bar(total=3 * cfg.steps * (len(seeds) - 1), desc="nine more seeds") as bar:
@@ -876,14 +876,14 @@ usage_widget(grid, probe_x)
 # %% [markdown]
 # ## 9 · How big is Mixtral 8x7B?
 #
-# Mixtral 8x7B's configuration, counted by notebook 08's `course_utils.counting`: `d_model` 4,096, 32 layers, 8 experts per layer with 2 used per
+# Mixtral 8x7B's configuration, counted by notebook 08's `course_utils.counting.parameters`: `d_model` 4,096, 32 layers, 8 experts per layer with 2 used per
 # token, SwiGLU experts with `d_mlp` 14,336, grouped-query attention with 32 query heads and 8 key/value
 # heads, a vocabulary of 32,000, separate input and output embeddings. Only the feed-forward
 # part is replicated 8 times; attention, embeddings and norms exist once. That is why the name's
 # arithmetic (8 × 7) does not give the total.
 
 # %%
-from course_utils import counting
+from course_utils.counting import parameters as counting
 
 mixtral = counting.ModelConfig(d_vocab=32000, n_ctx=32768, d_model=4096, n_layers=32, n_heads=32, n_kv_heads=8,
                                d_mlp=14336, mlp="swiglu", norm="rmsnorm", positions="rotary", bias=False,
@@ -928,7 +928,7 @@ if transformers is not None:
 # %%
 import dataclasses
 
-from course_utils import compute
+from course_utils.counting import compute
 
 per_token = compute.forward_flops(mixtral, seq_len=1)["weights"]
 every_expert = compute.forward_flops(dataclasses.replace(mixtral, experts_per_token=mixtral.n_experts), 1)["weights"]
@@ -972,7 +972,7 @@ print(f"16 experts, top-2: {math.comb(16, 2):,} combinations;  64 experts, top-8
 # used only in training are left out, as the published total leaves them out.
 
 # %%
-from course_utils import moe_counting
+from course_utils.moe import counting as moe_counting
 
 v3 = moe_counting.DEEPSEEK_V3
 print(f"d_model {v3.d_model:,}, {v3.n_layers} layers ({v3.n_dense_layers} dense, d_mlp {v3.d_mlp:,}), "
@@ -1028,7 +1028,7 @@ if transformers is not None:
 # gate by a constant, 2.5, left out here, and lets a token reach experts on at most 4 machines: an exercise below.)
 
 # %%
-from course_utils import moe_deepseek
+from course_utils.moe import deepseek as moe_deepseek
 
 affinity_logits = torch.tensor([[1.0, 0.5, 0.0, -0.5, -1.0, 2.0]])  # (tokens=1, n_experts=6)
 steer = torch.tensor([0.0, 0.0, 0.0, 0.0, 0.9, -0.9])  # expert 4 under-used, expert 5 over-used

@@ -56,7 +56,7 @@
 # how much arithmetic does a token cost, and how much memory does training need?
 #
 # Everything comes from one configuration object, `ModelConfig`, and one counter in
-# `course_utils.counting`. Every count is then compared with `sum(p.numel())` of a real module built
+# `course_utils.counting.parameters`. Every count is then compared with `sum(p.numel())` of a real module built
 # on PyTorch's `meta` device, where tensors have shapes but no storage, so even GPT-3 can be built
 # without using any memory.
 #
@@ -77,9 +77,9 @@
 # %%
 import torch
 
-from course_utils import compute, counting
+from course_utils.counting import compute, parameters as counting
 from course_utils.counting import ModelConfig
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()
@@ -266,13 +266,13 @@ check_mlp_parameter_count(mlp_parameter_count)
 # ## 3. Checked against real modules, on the meta device
 #
 # A formula is only as good as its check. PyTorch can build a module on the `meta` device: every
-# parameter has its shape, none has storage. `course_utils.decoder.Decoder` builds a decoder from
+# parameter has its shape, none has storage. `course_utils.counting.decoder.Decoder` builds a decoder from
 # any `ModelConfig` out of plain `torch.nn` layers; building it on `meta` and adding up `p.numel()`
 # must give the counter's total for every preset, GPT-3 included, in a fraction of a second and
 # without allocating memory.
 
 # %%
-from course_utils.decoder import Decoder
+from course_utils.counting import Decoder
 
 for name, preset in counting.PRESETS.items():
     with torch.device("meta"):
@@ -321,7 +321,7 @@ check_parameters_by_category(parameters_by_category)
 # counter in every category, not just in the total:
 
 # %%
-from course_utils.decoder import count_by_category
+from course_utils.counting import count_by_category
 
 for name, preset in counting.PRESETS.items():
     with torch.device("meta"):
@@ -332,7 +332,7 @@ for name, preset in counting.PRESETS.items():
           f"MLP {sum(by_category[c] for c in ('mlp_up', 'mlp_gate', 'mlp_down', 'router')):,}")
 
 # %% [markdown]
-# The course's own model gives the same answer. `course_utils.gpt.GPT` is the decoder you build and
+# The course's own model gives the same answer. `course_utils.gpt.model.GPT` is the decoder you build and
 # train in notebook 09 (learned positions, LayerNorm, biases: GPT-2's choices; the embeddings can be
 # tied as in GPT-2, though the model 09 trains keeps a separate unembedding, printed below). Built
 # on `meta` at GPT-2 small's and at GPT-3's sizes, its parameters add up to the counter's strict,
@@ -349,7 +349,7 @@ for name in ("GPT-2 small", "GPT-3 175B"):
     built = sum(p.numel() for p in capstone.parameters())
     print(f"{name:>11}: notebook 09's GPT has {built:,} parameters, "
           f"counter agrees: {built == counting.count_parameters(preset)['total']}")
-from course_utils.checkpoint import COURSE_MODEL
+from course_utils.gpt import COURSE_MODEL
 
 print(f"the model notebook 09 trains: tie_embeddings={COURSE_MODEL.tie_embeddings} (its own W_U)")
 
@@ -489,7 +489,7 @@ figure_image(plot_models(rows))
 # only a gain, norm `"none"` has nothing); two norms per block and one final norm; only learned
 # positions have parameters, an `n_ctx x d_model` table (any other kind has none); a tied unembedding counts nothing
 # extra; with `n_experts > 1` each block has that many MLPs and a bias-free router of `d_model x n_experts`.
-# Count all experts, not just the active ones. Do not call the counter in `course_utils.counting`.
+# Count all experts, not just the active ones. Do not call the counter in `course_utils.counting.parameters`.
 
 # %%
 def model_parameter_count(cfg: ModelConfig) -> int:
@@ -736,11 +736,11 @@ for name, c in (("GPT-2 small", counting.GPT2_SMALL), ("Llama 3 8B", counting.LL
 # - two LayerNorms: `4sbh` (their inputs);
 #
 # together **sbh(34 + 5as/h)** bytes per layer, that is `34h + 5as` bytes per token per layer.
-# `course_utils.memory.activation_bytes_per_layer` computes it (and `tests/test_memory.py` checks it
+# `course_utils.counting.memory.activation_bytes_per_layer` computes it (and `tests/test_memory.py` checks it
 # against the bytes autograd really saves in a bfloat16 block). For GPT-3 at its full context:
 
 # %%
-from course_utils import memory
+from course_utils.counting import memory
 
 s_gpt3, h_gpt3, a_gpt3 = gpt3.n_ctx, gpt3.d_model, gpt3.n_heads
 print(f"34h = {34 * h_gpt3:,} and 5as = {5 * a_gpt3 * s_gpt3:,} bytes per token per layer")
@@ -846,8 +846,8 @@ for name, c in (("Llama 3 8B (8 KV heads)", llama), ("same without GQA (32 KV he
 # FLOPs with full recomputation, 8ND, at the throughput they measured per A100.
 
 # %%
-from course_utils.hardware import A100_80GB, H100_SXM
-from course_utils.training_time import training_seconds
+from course_utils.counting import A100_80GB, H100_SXM
+from course_utils.counting import training_seconds
 
 gpt3_flops = compute.training_flops(gpt3_n, 300e9)
 n_accelerators, mfu = 1024, 0.4
@@ -871,7 +871,7 @@ print(f"Narayanan et al.: 8ND on 1,024 A100s at 140 TFLOP/s each ({140e12 / A100
 # 1.4T tokens, beat the four times larger Gopher on the same budget.
 
 # %%
-from course_utils import scaling
+from course_utils.counting import scaling
 
 chinchilla_d = scaling.chinchilla_tokens(gpt3_n)
 print(f"GPT-3: N = {gpt3_n / 1e9:.1f}B -> 20N = {chinchilla_d / 1e12:.2f}T tokens, "
@@ -900,7 +900,7 @@ print(f"GPT-3's budget spent the Chinchilla way: N = {n_opt / 1e9:.0f}B paramete
 # Grouped-query attention cuts those bytes and raises that intensity by the same factor.
 
 # %%
-from course_utils.decoding import decode_step, decode_step_seconds
+from course_utils.counting import decode_step, decode_step_seconds
 
 for accelerator in (A100_80GB, H100_SXM):
     print(f"{accelerator.name}: {accelerator.flops_per_byte:.0f} FLOPs per byte read (peak / bandwidth)")

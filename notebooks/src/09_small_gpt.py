@@ -126,7 +126,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from course_utils.device import describe_device, pick_device, seed_everything
+from course_utils.env import describe_device, pick_device, seed_everything
 
 seed_everything(0)
 device = pick_device()
@@ -200,7 +200,7 @@ print("layer norm, first row unchanged?", torch.allclose(layernorm.layer_norm(ro
 # al. (2020) showed what this changes at the start of training: in post-norm the gradients of the
 # last layers are large at initialisation, so post-norm only trains with a long learning-rate
 # warm-up, while pre-norm trains stably without it. (That is not the same as *no* warm-up: section 3
-# says why this run still has a short one.) Both arrangements are in `course_utils.gpt.Block`
+# says why this run still has a short one.) Both arrangements are in `course_utils.gpt.model.Block`
 # (`GPTConfig(norm="pre" | "post")`); the stream's size, block by block, in an untrained 12-layer model:
 
 # %%
@@ -227,7 +227,7 @@ fig = plot_stream_size(sizes)
 # model and for the course model, and the 12-layer stream without the scaling:
 
 # %%
-from course_utils.checkpoint import COURSE_MODEL
+from course_utils.gpt import COURSE_MODEL
 
 for cfg in (deep.cfg, COURSE_MODEL):
     factor = 1 / math.sqrt(2 * cfg.n_layers)
@@ -245,7 +245,7 @@ print(f"RMS after the last block: {sizes['pre-norm'][-1]:.3f} with the scaling, 
 # %% [markdown]
 # ## 2. The model
 #
-# `course_utils.gpt.GPT` is the whole decoder-only model, in the glossary's names:
+# `course_utils.gpt.model.GPT` is the whole decoder-only model, in the glossary's names:
 #
 # * `W_E` (d_vocab × d_model) turns each token id into a vector; `W_pos` (n_ctx × d_model) adds its position;
 # * `n_layers` pre-norm **blocks**: `x = x + attn(ln1(x))`, then `x = x + mlp(ln2(x))`, where `attn` is
@@ -259,7 +259,7 @@ print(f"RMS after the last block: {sizes['pre-norm'][-1]:.3f} with the scaling, 
 # The code follows its input's device: build the model, `.to(device)` it, and nothing else changes.
 
 # %%
-from course_utils.checkpoint import COURSE_MODEL
+from course_utils.gpt import COURSE_MODEL
 
 print(COURSE_MODEL)
 model = GPT(COURSE_MODEL)
@@ -271,7 +271,7 @@ print(f"tied embeddings would save {model.num_params() - tied.num_params():,} = 
 # %% [markdown]
 # ### Exercise: A block's forward (2 points, difficulty 2/3, about 10 min)
 #
-# Write `block_forward(block, x)` for a pre-norm `course_utils.gpt.Block` and `x` of shape
+# Write `block_forward(block, x)` for a pre-norm `course_utils.gpt.model.Block` and `x` of shape
 # `(batch, pos, d_model)`: use `block.ln1`, `block.attn` (call it with `mask=causal_mask(pos)`, a
 # `torch.bool` mask, True = may attend), `block.ln2` and `block.mlp`, and return the new stream
 # (same shape).
@@ -298,10 +298,10 @@ check_block_forward(block_forward)
 # %% [markdown]
 # ## Your GPT, class by class
 #
-# The next four exercises rebuild `course_utils.gpt.GPT` as your own classes. Each keeps the
+# The next four exercises rebuild `course_utils.gpt.model.GPT` as your own classes. Each keeps the
 # course's parameter names and shapes, because each check loads a course module's weights into yours
 # by name (`load_state_dict`) and compares the outputs; the same names are what let your finished
-# model take the trained checkpoint, and GPT-2 small's tensors once `course_utils.gpt2_weights` has
+# model take the trained checkpoint, and GPT-2 small's tensors once `course_utils.gpt.gpt2_weights` has
 # reshaped them. Every class is built from a `GPTConfig` (`cfg.d_model`, `cfg.n_heads`, `cfg.d_head`,
 # `cfg.d_mlp`, `cfg.n_ctx`, `cfg.d_vocab`, `cfg.n_layers`, `cfg.ln_eps`, `cfg.init_std`,
 # `cfg.tie_embeddings`); the course's models all have biases. Section 3 trains the model you build
@@ -496,7 +496,7 @@ check_gpt_forward(SmallGPT)
 #
 # Section 1 showed why the two matrices that write into the residual stream start smaller. Now write
 # the whole initialisation: `init_weights(model, generator)` sets, in place, every parameter of a model
-# that uses the course's names (yours or `course_utils.gpt.GPT`), as `GPT.reset_parameters` does:
+# that uses the course's names (yours or `course_utils.gpt.model.GPT`), as `GPT.reset_parameters` does:
 #
 # * every LayerNorm scale `w` to one, and every bias to zero: LayerNorm's shift `b` and `b_Q`, `b_K`,
 #   `b_V`, `b_O`, `b_in`, `b_out` (the per-head biases have two dimensions, so go by the name, not the shape);
@@ -653,8 +653,8 @@ check_next_token_loss(next_token_loss)
 # its loss should be close to ln(d_vocab), the loss of a uniform guess. Measured on the corpus:
 
 # %%
-from course_utils.checkpoint import corpus_tokens, small_gpt_tokenizer
-from course_utils.training import sequence_loss, split_tokens
+from course_utils.gpt import corpus_tokens, small_gpt_tokenizer
+from course_utils.gpt import sequence_loss, split_tokens
 
 from course_utils.tokenisation.course import COURSE_VOCAB_SIZE
 
@@ -673,7 +673,7 @@ print(f"loss at initialisation {init_loss:.2f}, ln(d_vocab) = ln {COURSE_MODEL.d
 #
 # The tokenizer is the course's own byte-level BPE from notebook 01, trained on the whole corpus
 # with 512 ids: the recipe's run sees fewer than two million tokens (counted under the recipe), too
-# few to learn next-token statistics over 2,048 ids, plenty for 512. The recipe (`course_utils.training`):
+# few to learn next-token statistics over 2,048 ids, plenty for 512. The recipe (`course_utils.gpt.training`):
 #
 # * random windows of n_ctx tokens; targets are the same windows shifted by one;
 # * **AdamW**: Adam's per-weight step size plus weight decay (which tensors it decays: the AdamW
@@ -695,7 +695,7 @@ print(f"loss at initialisation {init_loss:.2f}, ln(d_vocab) = ln {COURSE_MODEL.d
 # computed from the same training tokens and scored on the same held-out ones.
 
 # %%
-from course_utils.training import TrainConfig, bigram_loss, lr_at
+from course_utils.gpt import TrainConfig, bigram_loss, lr_at
 from course_utils.viz.small_gpt import plot_schedule
 
 train_cfg = TrainConfig()
@@ -763,7 +763,7 @@ check_adamw_step(adamw_step)
 # The groups `training.make_optimizer` builds for the course model, each tensor by its last name:
 
 # %%
-from course_utils.training import make_optimizer
+from course_utils.gpt import make_optimizer
 
 leaf_names = {id(p): name.rsplit(".", 1)[-1] for name, p in model.named_parameters()}
 for group in make_optimizer(model, train_cfg).param_groups:
@@ -773,10 +773,10 @@ for group in make_optimizer(model, train_cfg).param_groups:
 # **The first step is a sign.** At step 1 the corrected averages are exactly `g` and `g²`, so the
 # update is `lr * g / |g|`: every weight moves by the full learning rate, whichever way its gradient
 # points, however small the gradient. That is the noisy start the warm-up below protects against.
-# The course's own `adamw_step` (`course_utils.optim`), on three gradients of very different sizes:
+# The course's own `adamw_step` (`course_utils.gpt.optim`), on three gradients of very different sizes:
 
 # %%
-from course_utils import optim
+from course_utils.gpt import optim
 
 gradients = [5.0, -0.001, 0.2]
 zeros = {"w": torch.zeros(3)}
@@ -870,7 +870,7 @@ check_clip_grad_norm(clip_grad_norm)
 # loop's, which repeats `training.train` step for step.
 
 # %%
-from course_utils.training import get_batch, sequence_loss
+from course_utils.gpt import get_batch, sequence_loss
 
 
 def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, lr_schedule, clip_grad_norm) -> list:
@@ -952,7 +952,7 @@ check_estimate_loss(estimate_loss)
 # The cell below assembles the run from your parts: your `SmallGPT`, `adamw_step`, `lr_schedule`,
 # `clip_grad_norm`, `training_loop` and `estimate_loss` wherever their checks pass, the course's where they do not (the
 # course's model runs PyTorch's fused kernels), and says in one line which is which
-# (`course_utils.capstone.assemble`). Your model starts from the course model's seeded initial
+# (`course_utils.gpt.capstone.assemble`). Your model starts from the course model's seeded initial
 # weights (your class takes its `state_dict`, as in the check) and your loop draws the recipe's
 # batches from the recipe's seed, so the run repeats the committed one step for step, up to floating
 # point. The whole recipe takes a few minutes on a CPU; the run here is its first 100 steps, through
@@ -960,7 +960,7 @@ check_estimate_loss(estimate_loss)
 # training losses, and the validation loss after the last step, measured by your `estimate_loss`.
 
 # %%
-from course_utils.capstone import assemble
+from course_utils.gpt import assemble
 from course_utils.checks.small_gpt import (check_adamw_step, check_clip_grad_norm, check_estimate_loss,
                                            check_lr_schedule, check_training_loop)
 
@@ -977,7 +977,7 @@ print(capstone.summary())
 # Output not compared by the tests: this run's losses (their last digits vary by machine) and its time.
 import time
 
-from course_utils.training import threads_for_load
+from course_utils.env import threads_for_load
 
 CAPSTONE_STEPS = 100  # the recipe's first steps: same seed, same batches
 torch.set_num_threads(threads_for_load())  # on a crowded machine fewer threads are faster
@@ -997,7 +997,7 @@ print(f"{CAPSTONE_STEPS} steps in {run_seconds:.0f} s on {describe_device(device
 # (`load_checkpoint()` takes a second).
 
 # %%
-from course_utils.checkpoint import load_checkpoint
+from course_utils.gpt import load_checkpoint
 from course_utils.viz.small_gpt import plot_loss_curve
 
 ckpt = load_checkpoint(device=device)
@@ -1018,7 +1018,7 @@ fig = plot_loss_curve(committed_log, bigram)
 # %% [markdown]
 # **The whole recipe.** To train all the steps with your parts (a few minutes on a CPU, less on a GPU),
 # set the flag below to True and run the cell; it assembles a fresh run, so it starts again from the
-# initial weights. `python -m course_utils.checkpoint` is the course's own run of the same recipe,
+# initial weights. `python -m course_utils.gpt.checkpoint` is the course's own run of the same recipe,
 # the one that made the committed checkpoint.
 
 # %%
@@ -1051,7 +1051,7 @@ if RUN_FULL_RECIPE:
 # is part context, part data and part model, not the bigger model alone.
 
 # %%
-from course_utils.gpu_profile import CPU_PROFILE, GPU_PROFILE, choose_profile
+from course_utils.gpt import CPU_PROFILE, GPU_PROFILE, choose_profile
 
 PROFILE = "auto"  # "auto", "cpu" or "gpu"
 cpu_val = committed_log["val_loss"][-1]
@@ -1067,7 +1067,7 @@ print(f"GPU profile's target: validation loss at most {cpu_val - 0.3:.3f} (the C
 
 # %% tags=["nbval-ignore-output"]
 # Output not compared by the tests: which profile runs depends on the machine, and a GPU run's losses, time and samples on its card.
-from course_utils.gpu_profile import profile_samples, train_profile
+from course_utils.gpt import profile_samples, train_profile
 
 profile = choose_profile(PROFILE, device)
 print(f"profile: {profile.name}, on {describe_device(device)}")
@@ -1091,7 +1091,7 @@ else:
 # %%
 import copy
 
-from course_utils.generation import generate
+from course_utils.gpt import generate
 
 prompt = torch.tensor([tokenizer.encode("ROMEO:\n")], device=device)
 # The samples are drawn on the CPU with a CPU generator, so they read the same on every machine:
@@ -1108,11 +1108,11 @@ for name, kw in settings.items():  # 7 + 120 tokens > n_ctx: without the cache t
 # runs of the recipe that section 5 compares: `tests/test_gpt_outcomes.py` draws the same samples from
 # each and counts the 4-token stretches that repeat.) What top-k and top-p change is the tail. The cell below draws 16 continuations of the prompt with each setting (a
 # seeded CPU generator again) and records, for every token drawn, the probability the *unfiltered*
-# model gave it (`course_utils.sample_tails`). A token it gave less than 1e-3 is one the model
+# model gave it (`course_utils.gpt.sample_tails`). A token it gave less than 1e-3 is one the model
 # considered nearly impossible: that is where misspelt, nonsense words come from.
 
 # %%
-from course_utils.sample_tails import sampled_probabilities
+from course_utils.gpt import sampled_probabilities
 
 many = prompt.cpu().repeat(16, 1)  # (16, 7): one prompt, 16 continuations
 n_new = COURSE_MODEL.n_ctx - many.shape[1] + 1  # fills the context (with the cache)
@@ -1167,7 +1167,7 @@ check_sample_tokens(sample_tokens)
 # Q, K and V for one position and attends over the stored keys. The logits are the same:
 
 # %%
-from course_utils.generation import forward_with_cache
+from course_utils.gpt import forward_with_cache
 
 text_ids = torch.tensor([val_ids[:COURSE_MODEL.n_ctx].tolist()], device=device)  # a full window
 with torch.no_grad():
@@ -1198,13 +1198,13 @@ print(f"50 new tokens: recomputing {recompute:.2f} s, with the cache {cached:.2f
 # `benchmarks/bench_gpt.py` measures this properly (256 new tokens, medians); the numbers are in
 # `benchmarks/RESULTS_gpt.md`. At n_ctx 64 and this size a step is a few small matrix products, and
 # much of its time goes to Python and to launching kernels, whatever the cache does; so count the
-# work instead (`course_utils.decode_work`, tested against PyTorch's `FlopCounterMode` on the real
+# work instead (`course_utils.gpt.decode_work`, tested against PyTorch's `FlopCounterMode` on the real
 # passes). To sample the token after position `pos`, the model without the cache reruns all
 # `pos + 1` tokens of the window: every K and V row again, every projection, the whole attention
 # square. With the cache it runs one row, whose query meets the `pos + 1` cached keys:
 
 # %%
-from course_utils.decode_work import decode_step_work
+from course_utils.gpt import decode_step_work
 
 print("  pos | K,V rows computed per layer | multiply-adds per token     | saving | of which attention")
 print("      |     without   with          | without        with         |        | without      with")
@@ -1275,7 +1275,7 @@ check_kv_cache_step(kv_cache_step)
 # ### Exercise: Sampling with the cache (2 points, difficulty 2/3, about 10 min)
 #
 # Now the whole loop with a cache, on top of the course's `forward_with_cache(model, tokens, cache)`
-# (from `course_utils.generation`; it returns `(logits, cache)`, and `cache=None` starts an empty one).
+# (from `course_utils.gpt.generation`; it returns `(logits, cache)`, and `cache=None` starts an empty one).
 # Write `sample_with_cache(model, prompt, n_new, temperature, generator)`: as `sample_tokens`, return the
 # prompt followed by `n_new` tokens `(batch, pos + n_new)`, each drawn with
 # `sample_next_token(logits, temperature, generator=generator)` from the last position's logits, but
@@ -1312,12 +1312,12 @@ check_sample_with_cache(sample_with_cache)
 # Notebook 05 found a previous-token head in a toy model trained to copy. Here we score every head of
 # the trained GPT on 32 held-out windows of Shakespeare, twice: notebook 05's previous-token score, and
 # a **delimiter** score, the share of a head's attention that lands on newline tokens, compared with
-# the share a head attending evenly over the keys it may see would give them (`course_utils.head_scores`).
+# the share a head attending evenly over the keys it may see would give them (`course_utils.attention.head_scores`).
 
 # %%
-from course_utils.gpt_outcomes import probe_windows
-from course_utils.head_scores import chance_delimiter_share, delimiter_scores, top_head
-from course_utils.induction import previous_token_scores
+from course_utils.gpt import probe_windows
+from course_utils.attention import chance_delimiter_share, delimiter_scores, top_head
+from course_utils.attention import previous_token_scores
 
 windows = probe_windows(val_ids, COURSE_MODEL.n_ctx)  # (32, n_ctx): windows 1,280 tokens apart
 is_newline = windows == tokenizer.encode("\n")[0]
@@ -1338,7 +1338,7 @@ print(f"newline head: layer {layer} head {head} puts {newline[layer][head]:.2f} 
 # attention share says only where a head *looks*, not whether the model *uses* what it finds there.
 #
 # **An ablation tests it.** Take the head with the highest previous-token score, remove its write to
-# the residual stream (every other head runs as usual, `course_utils.ablation`) and see where the
+# the residual stream (every other head runs as usual, `course_utils.gpt.ablation`) and see where the
 # loss rises. Zeroing it hands the later layers a value the head never writes, so the head's average
 # write at each position over the batch (mean ablation) is tried as well. If it really passes the previous token on, the damage should concentrate
 # where the previous token says most about the next one: inside a word split into several tokens
@@ -1356,7 +1356,7 @@ print(f"newline head: layer {layer} head {head} puts {newline[layer][head]:.2f} 
 # at each position (`mode="mean"`); add the attention output to the stream and run the block's MLP as
 # usual. Return the ablated model's next-token loss minus the clean model's (`model(tokens)`) at every
 # scored position: a `(batch, pos - 1)` tensor in nats, position i scored on token i + 1. The check
-# compares with `course_utils.ablation`, whose version the cell after it uses.
+# compares with `course_utils.gpt.ablation`, whose version the cell after it uses.
 
 # %%
 @torch.no_grad()
@@ -1391,7 +1391,7 @@ check_head_ablation_cost(head_ablation_cost)
 # The held-out windows as above, the model's CPU copy, with the course's `head_ablation_losses`:
 
 # %%
-from course_utils.ablation import head_ablation_losses, inside_word
+from course_utils.gpt import head_ablation_losses, inside_word
 
 prev_layer, prev_head = top_head(prev)
 print(f"previous-token head: layer {prev_layer} head {prev_head}, score {prev[prev_layer][prev_head]:.2f}")
@@ -1436,13 +1436,13 @@ attention_viewer(short, labels, short_scores)
 # seed draws the initial weights and the order of the batches. Which head becomes the previous-token
 # head, how strongly, and how much the model leans on it can all change with it, so a claim about "the
 # model" has to hold on other runs too. The recipe was rerun unchanged at seeds 1 to 4
-# (`data/small_gpt_seeds/`, made by `python -m course_utils.checkpoint --seeds 1 2 3 4`), and
-# `course_utils.gpt_outcomes.read_seed` repeats this section's readings on each run: the same windows,
+# (`data/small_gpt_seeds/`, made by `python -m course_utils.gpt.checkpoint --seeds 1 2 3 4`), and
+# `course_utils.gpt.outcomes.read_seed` repeats this section's readings on each run: the same windows,
 # the highest-scoring head of each kind, both ablations. Seed 0 is the run above.
 
 # %%
-from course_utils.checkpoint import SEEDS
-from course_utils.gpt_outcomes import claims, read_seed
+from course_utils.gpt import SEEDS
+from course_utils.gpt import claims, read_seed
 
 readings = {seed: read_seed(seed, tokenizer, val_ids, samples=False) for seed in SEEDS}  # about 0.5 s each
 print("seed  val loss | previous-token head  score | ablated, inside / elsewhere: zero         mean")
@@ -1493,7 +1493,7 @@ for claim in verdicts[0]:
 # ## 6. GPT-2 small in the same class
 #
 # GPT-2 small is this architecture at a larger size: d_model 768, 12 heads of 64, 12 layers, 50,257
-# tokens, 1,024 positions, tied embeddings, the tanh GELU. `course_utils.gpt2_weights` maps Hugging
+# tokens, 1,024 positions, tied embeddings, the tanh GELU. `course_utils.gpt.gpt2_weights` maps Hugging
 # Face's GPT-2 tensors onto ours (its `Conv1D` weights are stored input × output, and `c_attn` holds
 # Q, K and V side by side, so a reshape gives our per-head `W_Q`, `W_K`, `W_V`); the exercise below
 # has you write that mapping. Nothing here is downloaded, so GPT-2's real weights are not loaded: the
@@ -1503,7 +1503,7 @@ for claim in verdicts[0]:
 # requires the same logits to within 1e-5.
 
 # %%
-from course_utils.gpt2_weights import gpt2_small_config
+from course_utils.gpt import gpt2_small_config
 
 gpt2_cfg = gpt2_small_config()
 print(f"d_model {gpt2_cfg.d_model}, {gpt2_cfg.n_heads} heads of {gpt2_cfg.d_head}, {gpt2_cfg.n_layers} layers, "
@@ -1535,7 +1535,7 @@ print(f"{gpt2_shape.num_params():,} parameters")
 # one product: its columns are Q's d_model columns, then K's, then V's, and within each of those head
 # 0's `d_head` columns come first, then head 1's. The rows of `c_proj` are the heads' outputs merged in
 # the same order. The check builds GPT-2-shaped tensors from a seeded course model
-# (`course_utils.gpt2_weights.to_gpt2_state_dict`, nothing downloaded) and requires that model's own
+# (`course_utils.gpt.gpt2_weights.to_gpt2_state_dict`, nothing downloaded) and requires that model's own
 # weights back.
 
 # %%
@@ -1574,7 +1574,7 @@ check_convert_gpt2_weights(convert_gpt2_weights)
 # In class, on a machine that is online, open the real weights with:
 #
 # ```python
-# from course_utils.gpt2_weights import load_gpt2, load_gpt2_from_hub
+# from course_utils.gpt.gpt2_weights import load_gpt2, load_gpt2_from_hub
 # gpt2 = load_gpt2_from_hub("gpt2")          # downloads config.json and model.safetensors once
 # gpt2 = load_gpt2("path/to/gpt2-folder")   # or a folder you copied: config.json + model.safetensors / pytorch_model.bin
 # ```
@@ -1588,7 +1588,7 @@ check_convert_gpt2_weights(convert_gpt2_weights)
 
 # %%
 from course_utils.gpt import check_state_dict
-from course_utils.gpt2_weights import read_weights
+from course_utils.gpt import read_weights
 
 attempts = {
     "prompt longer than the context": lambda: trained(torch.zeros(1, COURSE_MODEL.n_ctx + 1, dtype=torch.long, device=device)),

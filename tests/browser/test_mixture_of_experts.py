@@ -42,7 +42,7 @@ def parse_usage(text: str) -> dict:
 
 def oracle(E: int, k: int, alpha: float, cf: float) -> dict:
     """The same run as the notebook's grid entry, retrained here, then routed under the capacity factor."""
-    from course_utils import moe_experiment
+    from course_utils.moe import experiment as moe_experiment
 
     cfg = replace(moe_experiment.ExperimentConfig(), steps=60, batch=128, n_experts=E, k=k, alpha=alpha)
     run = moe_experiment.train_moe(cfg, "aux" if alpha > 0 else "none", seed=0)

@@ -12,7 +12,7 @@ import re
 import pytest
 import torch
 
-from course_utils import toy_models
+from course_utils.superposition import toy_models
 from browser.session import (
     assert_figures_not_blank,
     assert_output_images_not_blank,

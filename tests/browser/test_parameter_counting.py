@@ -2,7 +2,7 @@
 
 Uses the shared server and browser fixtures of tests/conftest.py. The oracle is the library:
 ``count_parameters`` / ``active_parameters`` of the ``ModelConfig`` the test has set with the
-sliders (and, through the tests of ``course_utils.counting``, the real modules behind it). The
+sliders (and, through the tests of ``course_utils.counting.parameters``, the real modules behind it). The
 sliders are log-scaled: each handle is drawn where its starting value sits on a log axis.
 """
 
@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from course_utils import counting
-from course_utils.counting import ModelConfig
+from course_utils.counting import parameters as counting
+from course_utils.counting.parameters import ModelConfig
 from course_utils.viz.parameter_counting import SLIDERS, START, STYLES
 from browser.session import (
     assert_figures_not_blank,

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.attention import AttentionHead as _ReferenceHead
-from course_utils.attention import attention_scores as _scores
-from course_utils.attention import scaled_dot_product_attention
+from course_utils.attention.dot_product import AttentionHead as _ReferenceHead
+from course_utils.attention.dot_product import attention_scores as _scores
+from course_utils.attention.dot_product import scaled_dot_product_attention
 from course_utils.checks.weights import Slot, compare_or_convention, convention_answer, load_weights
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise

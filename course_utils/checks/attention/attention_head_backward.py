@@ -4,7 +4,7 @@ input, by hand.
 Required form (stated in the notebook): return ``(grad_x, grad_W_Q, grad_W_K, grad_W_V, grad_W_O)``, each of its
 tensor's shape, for out = attention(x W_Q, x W_K, x W_V) W_O (no mask) and ``grad_out`` = dL/dout; the student may
 call the course's ``sdp_attention_backward`` for the attention step. The reference is
-``course_utils.attention_gradients.attention_head_backward``, tested against autograd.
+``course_utils.attention.gradients.attention_head_backward``, tested against autograd.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import math
 
 import torch
 
-from course_utils.attention import scaled_dot_product_attention
-from course_utils.attention_gradients import attention_head_backward as _head_backward_reference
-from course_utils.attention_gradients import sdp_attention_backward
+from course_utils.attention.dot_product import scaled_dot_product_attention
+from course_utils.attention.gradients import attention_head_backward as _head_backward_reference
+from course_utils.attention.gradients import sdp_attention_backward
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from course_utils.attention import attention_scores as _scores
+from course_utils.attention.dot_product import attention_scores as _scores
 from course_utils.checks.attention._cases import qkv_cases
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Exercise, Property

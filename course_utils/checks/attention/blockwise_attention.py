@@ -3,7 +3,7 @@
 Required form (stated in the notebook): return ``(out, lse)``: the attention output (..., q_pos, d_v), equal to
 softmax(q kᵀ / sqrt(d_head)) v, and each query's log-sum-exp of its scaled scores (..., q_pos). Every case has a
 number of keys that ``block_size`` does not divide, and one has scores in the thousands, where exp overflows
-without a running maximum. The reference is ``course_utils.blockwise_attention.blockwise_attention``.
+without a running maximum. The reference is ``course_utils.attention.blockwise.blockwise_attention``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from course_utils.blockwise_attention import blockwise_attention as _blockwise_reference
+from course_utils.attention.blockwise import blockwise_attention as _blockwise_reference
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 

@@ -4,7 +4,7 @@ Required form (stated in the notebook): return ``(grad_q, grad_k, grad_v)`` for 
 the keys ``block_size`` at a time and recomputing each tile of weights from ``lse`` (the forward's log-sum-exp of
 each query's scaled scores), with D = rowsum(grad_out ∘ out). ``out`` and ``lse`` are the forward's, given. Every
 case has a number of keys that ``block_size`` does not divide. The reference is
-``course_utils.blockwise_attention.blockwise_attention_backward``, tested against the full backward pass.
+``course_utils.attention.blockwise.blockwise_attention_backward``, tested against the full backward pass.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import math
 
 import torch
 
-from course_utils.blockwise_attention import blockwise_attention
-from course_utils.blockwise_attention import blockwise_attention_backward as _backward_reference
+from course_utils.attention.blockwise import blockwise_attention
+from course_utils.attention.blockwise import blockwise_attention_backward as _backward_reference
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 

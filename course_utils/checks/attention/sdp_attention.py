@@ -7,8 +7,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from course_utils.attention import attention_scores as _scores
-from course_utils.attention import scaled_dot_product_attention
+from course_utils.attention.dot_product import attention_scores as _scores
+from course_utils.attention.dot_product import scaled_dot_product_attention
 from course_utils.checks.attention._cases import qkv_cases
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property

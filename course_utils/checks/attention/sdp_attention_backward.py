@@ -2,7 +2,7 @@
 
 Required form (stated in the notebook): return the tuple ``(grad_q, grad_k, grad_v)``, each of its input's
 shape, for out = softmax(q kᵀ / sqrt(d_head)) v (no mask) and the upstream gradient ``grad_out`` = dL/dout.
-The reference is ``course_utils.attention_gradients.sdp_attention_backward``, tested against autograd.
+The reference is ``course_utils.attention.gradients.sdp_attention_backward``, tested against autograd.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from course_utils.attention_gradients import sdp_attention_backward as _backward_reference
+from course_utils.attention.gradients import sdp_attention_backward as _backward_reference
 from course_utils.checks.attention._cases import qkv_cases
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise

@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from course_utils import attention_scaling, masking
+from course_utils import masking
+from course_utils.attention import scaling as attention_scaling
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.masking_softmax_temperature._shared import F64

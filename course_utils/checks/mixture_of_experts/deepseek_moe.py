@@ -15,10 +15,10 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import F64
-from course_utils.moe import SwiGLU
-from course_utils.moe_deepseek import deepseek_moe as _deepseek_moe
-from course_utils.moe_deepseek import deepseek_v3_gates
-from course_utils.moe_dispatch import dispatch_grouped, dispatch_naive
+from course_utils.moe.layer import SwiGLU
+from course_utils.moe.deepseek import deepseek_moe as _deepseek_moe
+from course_utils.moe.deepseek import deepseek_v3_gates
+from course_utils.moe.dispatch import dispatch_grouped, dispatch_naive
 
 
 def deepseek_moe(x, W_router, selection_bias, shared_experts, routed_experts, k):

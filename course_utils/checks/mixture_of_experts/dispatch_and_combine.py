@@ -13,9 +13,9 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import F64, random_logits
-from course_utils.moe import SwiGLU
-from course_utils.moe_dispatch import dispatch_grouped, dispatch_naive
-from course_utils.moe_routing import top_k_gates
+from course_utils.moe.layer import SwiGLU
+from course_utils.moe.dispatch import dispatch_grouped, dispatch_naive
+from course_utils.moe.routing import top_k_gates
 
 
 def dispatch_and_combine(x: torch.Tensor, indices: torch.Tensor, gates: torch.Tensor, experts) -> torch.Tensor:

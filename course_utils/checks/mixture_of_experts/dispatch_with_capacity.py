@@ -19,9 +19,9 @@ import torch.nn.functional as F
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import F64
-from course_utils.moe import SwiGLU
-from course_utils.moe_dispatch import dispatch_grouped, dispatch_naive
-from course_utils.moe_routing import capacity_mask, expert_capacity, top_k_gates
+from course_utils.moe.layer import SwiGLU
+from course_utils.moe.dispatch import dispatch_grouped, dispatch_naive
+from course_utils.moe.routing import capacity_mask, expert_capacity, top_k_gates
 
 
 def _routed(x, W_router, n_experts, k, capacity_factor, capacity=None):

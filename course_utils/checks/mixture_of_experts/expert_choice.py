@@ -17,9 +17,9 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import F64
-from course_utils.moe import SwiGLU
-from course_utils.moe_expert_choice import expert_choice as _expert_choice
-from course_utils.moe_expert_choice import expert_choice_routing
+from course_utils.moe.layer import SwiGLU
+from course_utils.moe.expert_choice import expert_choice as _expert_choice
+from course_utils.moe.expert_choice import expert_choice_routing
 
 
 def expert_choice(x, W_router, experts, capacity_factor):

@@ -16,7 +16,7 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import F64, compare_routes, random_logits
-from course_utils.moe_deepseek import deepseek_v3_gates
+from course_utils.moe.deepseek import deepseek_v3_gates
 
 
 def group_limited_gates(router_logits, selection_bias, k, n_groups, top_groups):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_utils import moe_balancing
+from course_utils.moe import balancing as moe_balancing
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import random_logits

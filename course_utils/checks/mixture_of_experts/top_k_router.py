@@ -12,7 +12,7 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mixture_of_experts._cases import compare_routes, random_logits
-from course_utils.moe_routing import top_k_gates
+from course_utils.moe.routing import top_k_gates
 
 
 def top_k_router(router_logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

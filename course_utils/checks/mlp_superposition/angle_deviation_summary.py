@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course_utils import superposition
+from course_utils.superposition import geometry as superposition
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 

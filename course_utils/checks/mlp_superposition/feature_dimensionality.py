@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from course_utils import toy_models
+from course_utils.superposition import toy_models
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_utils import sparse_autoencoder
+from course_utils.superposition import sparse_autoencoder
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.mlp_superposition._sae import F64, sae_weights, sparse_activations

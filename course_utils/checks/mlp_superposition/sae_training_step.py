@@ -1,6 +1,6 @@
 """Exercise ``sae_training_step(sae, optimiser, h, l1)``: one optimisation step of a sparse autoencoder.
 
-Required form (stated in the notebook): ``sae`` is a ``course_utils.sparse_autoencoder.SparseAutoencoder``
+Required form (stated in the notebook): ``sae`` is a ``course_utils.superposition.sparse_autoencoder.SparseAutoencoder``
 (calling it gives (acts, h_hat)), ``optimiser`` an optimiser over its parameters, h (batch, d_in), l1 a
 number. Compute the loss of the batch (the ``sae_loss`` exercise), clear the old gradients, backpropagate,
 step the optimiser, and return the loss (before the step). The check runs ``STEPS`` steps on the same
@@ -15,11 +15,11 @@ import math
 import torch
 import torch.nn.functional as F
 
-from course_utils import sparse_autoencoder
+from course_utils.superposition import sparse_autoencoder
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise, Property
 from course_utils.checks.mlp_superposition._sae import F64, sparse_activations
-from course_utils.sparse_autoencoder import SparseAutoencoder
+from course_utils.superposition.sparse_autoencoder import SparseAutoencoder
 
 STEPS = 3
 

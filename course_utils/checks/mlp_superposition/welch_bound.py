@@ -12,7 +12,7 @@ import math
 import numpy as np
 import torch
 
-from course_utils import superposition
+from course_utils.superposition import geometry as superposition
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 

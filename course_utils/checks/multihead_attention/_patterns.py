@@ -8,7 +8,7 @@ import functools
 
 import torch
 
-from course_utils import induction
+from course_utils.attention import induction
 from course_utils.checks.core import Case
 from course_utils.checks.shared import keyed_uniform
 from course_utils.masking import causal_mask

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import multihead
+from course_utils.attention import multihead
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.weights import Slot, compare_or_convention, convention_answer, load_weights

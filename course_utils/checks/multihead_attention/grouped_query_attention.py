@@ -20,7 +20,7 @@ from torch import nn
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.weights import Slot, compare_or_convention, convention_answer, load_weights
-from course_utils.grouped_query import GroupedQueryAttention
+from course_utils.attention.grouped_query import GroupedQueryAttention
 from course_utils.masking import causal_mask, padding_mask
 
 F64 = torch.float64

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from course_utils import induction
+from course_utils.attention import induction
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Exercise
 from course_utils.checks.multihead_attention._patterns import score_cases, stripe_mean

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils import multihead
+from course_utils.attention import multihead
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 

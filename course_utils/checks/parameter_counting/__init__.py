@@ -8,8 +8,8 @@
 - ``flops_by_operation``: a token's forward FLOPs by operation (Kaplan et al.'s Table 1), exactly;
 - ``training_memory_breakdown``: the bytes of a mixed-precision Adam step, activations included, exactly.
 
-Answers are whole numbers (FLOPs aside); the references come from ``course_utils.counting`` and
-``course_utils.compute``, themselves tested against real modules. ``_layers`` holds what the two
+Answers are whole numbers (FLOPs aside); the references come from ``course_utils.counting.parameters`` and
+``course_utils.counting.compute``, themselves tested against real modules. ``_layers`` holds what the two
 one-layer exercises share.
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_utils.counting import ModelConfig
+from course_utils.counting.parameters import ModelConfig
 
 
 def layer_config(

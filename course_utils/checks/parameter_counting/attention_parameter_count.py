@@ -8,7 +8,7 @@ d_head = d_model / n_heads, Q and O stay d_model wide.
 from __future__ import annotations
 
 import random
-from course_utils import counting
+from course_utils.counting import parameters as counting
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.parameter_counting._layers import layer_config, meta_numel

@@ -7,7 +7,7 @@ Required form (stated in the notebook): a whole number; each bias is as long as 
 from __future__ import annotations
 
 import random
-from course_utils import counting
+from course_utils.counting import parameters as counting
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.parameter_counting._layers import layer_config, meta_numel

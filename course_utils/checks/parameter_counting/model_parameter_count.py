@@ -9,11 +9,11 @@ from __future__ import annotations
 import random
 import torch
 
-from course_utils import counting
+from course_utils.counting import parameters as counting
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.counting import ModelConfig
-from course_utils.decoder import Decoder
+from course_utils.counting.parameters import ModelConfig
+from course_utils.counting.decoder import Decoder
 
 
 def model_parameter_count(cfg: ModelConfig) -> int:

@@ -16,10 +16,10 @@ import re
 import torch
 from torch import nn
 
-from course_utils import counting
+from course_utils.counting import parameters as counting
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.decoder import CATEGORY_OF_MODULE, Decoder, count_by_category
+from course_utils.counting.decoder import CATEGORY_OF_MODULE, Decoder, count_by_category
 
 
 def parameters_by_category(model: nn.Module) -> dict[str, int]:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import random
 import math
 
-from course_utils import compute, counting
+from course_utils.counting import compute, parameters as counting
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.counting import ModelConfig
+from course_utils.counting.parameters import ModelConfig
 
 
 def training_flops_estimate(cfg: ModelConfig, n_tokens: int) -> float:

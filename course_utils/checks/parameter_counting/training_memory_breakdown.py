@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import random
 
-from course_utils import compute, counting, memory
+from course_utils.counting import compute, parameters as counting, memory
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.counting import ModelConfig
+from course_utils.counting.parameters import ModelConfig
 
 
 def training_memory_breakdown(cfg: ModelConfig, seq_len: int, batch: int, recompute: str) -> dict[str, int]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.gpt import GPT
-from course_utils.gpt_config import GPTConfig
+from course_utils.gpt.model import GPT
+from course_utils.gpt.config import GPTConfig
 
 F64 = torch.float64
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from course_utils.checks.weights import convention_answer
-from course_utils.gpt_config import check_state_dict
+from course_utils.gpt.config import check_state_dict
 
 
 def course_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -38,7 +38,7 @@ def load_course_state(module: torch.nn.Module, state: dict[str, torch.Tensor]) -
     except ValueError as error:
         return (
             f"{error}; the check loads the course's weights by name, so keep the parameter names and shapes "
-            "the notebook lists (those of course_utils.gpt)"
+            "the notebook lists (those of course_utils.gpt.model)"
         )
     module.load_state_dict(state)
     return None

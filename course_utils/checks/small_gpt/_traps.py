@@ -28,7 +28,7 @@ import math
 
 import torch
 
-from course_utils.gpt import GPT
+from course_utils.gpt.model import GPT
 
 def _pattern(n: int, scale: float, freq: float) -> torch.Tensor:
     """A fixed logit shift: ``scale * cos(freq * id)`` for ids 0 .. n-1."""

@@ -15,7 +15,7 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import F64
-from course_utils.optim import adamw_step as _adamw_step
+from course_utils.gpt.optim import adamw_step as _adamw_step
 
 
 def adamw_step(params, grads, m, v, step, lr, betas, eps, weight_decay):

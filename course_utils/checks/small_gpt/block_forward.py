@@ -1,6 +1,6 @@
 """Exercise ``block_forward(block, x)``: one pre-norm transformer block's forward, causal.
 
-Required form (stated in the notebook): ``block`` is a ``course_utils.gpt.Block``, ``x`` of shape
+Required form (stated in the notebook): ``block`` is a ``course_utils.gpt.model.Block``, ``x`` of shape
 (batch, pos, d_model); use ``block.ln1``, ``block.attn`` (with ``mask=causal_mask(pos)``),
 ``block.ln2`` and ``block.mlp``, and return the new stream, shaped like ``x``.
 """
@@ -12,7 +12,7 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import tiny_model
-from course_utils.gpt_fused import fused_attention, fused_mlp
+from course_utils.gpt.fused import fused_attention, fused_mlp
 from course_utils.masking import causal_mask
 
 

@@ -3,9 +3,9 @@
 Required form (stated in the notebook): ``CausalAttention(cfg)`` for a ``GPTConfig``, holding
 ``W_Q``, ``W_K``, ``W_V`` (n_heads, d_model, d_head), ``W_O`` (n_heads, d_head, d_model), ``b_Q``,
 ``b_K``, ``b_V`` (n_heads, d_head) and ``b_O`` (d_model,) under exactly these names (those of
-``course_utils.gpt``, so GPT-2's weights load); ``forward(x)`` maps (batch, pos, d_model) to the same
+``course_utils.gpt.model``, so GPT-2's weights load); ``forward(x)`` maps (batch, pos, d_model) to the same
 shape, causal without being given a mask. The check loads a course block's attention weights into it
-and compares with ``course_utils.multihead.MultiHeadAttention`` run with ``causal_mask(pos)``.
+and compares with ``course_utils.attention.multihead.MultiHeadAttention`` run with ``causal_mask(pos)``.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import math
 import torch
 import torch.nn.functional as F
 
-from course_utils.attention import scaled_dot_product_attention
+from course_utils.attention.dot_product import scaled_dot_product_attention
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import F64, tiny_model
 from course_utils.checks.small_gpt._classes import course_state, run_class
 from course_utils.checks.weights import compare_or_convention
 from course_utils.masking import causal_mask
-from course_utils.multihead import MultiHeadAttention, merge_heads
+from course_utils.attention.multihead import MultiHeadAttention, merge_heads
 
 
 class CausalAttention(MultiHeadAttention):

@@ -2,7 +2,7 @@
 
 Required form (stated in the notebook): ``hf`` is a GPT-2 state dict (``transformer.wte.weight``,
 ``transformer.h.0.attn.c_attn.weight`` ..., ``lm_head.weight``); return a dict holding exactly the
-state-dict keys of ``course_utils.gpt.GPT(cfg)`` with tied embeddings (no ``W_U``), each tensor in the
+state-dict keys of ``course_utils.gpt.model.GPT(cfg)`` with tied embeddings (no ``W_U``), each tensor in the
 course's shape: ``W_Q``/``W_K``/``W_V`` (head, d_model, d_head) cut from ``c_attn``'s columns (Q, then K,
 then V, each head's d_head columns in turn), ``W_O`` (head, d_head, d_model) from ``c_proj``'s rows, the
 ``Conv1D`` weights otherwise used as they are stored (in, out). The cases' tensors come from a seeded
@@ -18,9 +18,9 @@ from course_utils.checks.bank import Bank
 from course_utils.checks.compare import describe_mismatch
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import tiny_model
-from course_utils.gpt import GPT
-from course_utils.gpt2_weights import convert_gpt2_state_dict, to_gpt2_state_dict
-from course_utils.gpt_config import GPTConfig
+from course_utils.gpt.model import GPT
+from course_utils.gpt.gpt2_weights import convert_gpt2_state_dict, to_gpt2_state_dict
+from course_utils.gpt.config import GPTConfig
 
 
 def convert_gpt2_weights(hf, cfg):

@@ -3,7 +3,7 @@
 Required form (stated in the notebook): ``tokens`` (batch, pos) ids with pos <= n_ctx, ``W_E``
 (d_vocab, d_model), ``W_pos`` (n_ctx, d_model); return (batch, pos, d_model), the row of ``W_E`` of
 each token plus the row of ``W_pos`` of its position (0 for the first token). Checked against
-``course_utils.gpt.GPT.embed``.
+``course_utils.gpt.model.GPT.embed``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import F64
-from course_utils.gpt import GPT
+from course_utils.gpt.model import GPT
 
 
 def embed_tokens(tokens, W_E, W_pos):

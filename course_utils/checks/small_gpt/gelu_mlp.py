@@ -2,7 +2,7 @@
 
 Required form (stated in the notebook): ``GeluMLP(cfg)`` for a ``GPTConfig``, holding ``W_in``
 (d_model, d_mlp), ``b_in`` (d_mlp,), ``W_out`` (d_mlp, d_model) and ``b_out`` (d_model,) under exactly
-these names (those of ``course_utils.gpt``); ``forward(x)`` is ``gelu(x @ W_in + b_in) @ W_out + b_out``
+these names (those of ``course_utils.gpt.model``); ``forward(x)`` is ``gelu(x @ W_in + b_in) @ W_out + b_out``
 with GPT-2's tanh GELU, position by position. The check loads a course block's MLP weights into it and
 compares with ``course_utils.mlp.MLP``.
 """

@@ -1,7 +1,7 @@
 """Exercise ``SmallGPT`` (with its ``TransformerBlock``): the student's whole GPT, checked with the course's weights.
 
 Required form (stated in the notebook): ``SmallGPT(cfg)`` for a ``GPTConfig`` holds exactly the
-state-dict keys of ``course_utils.gpt.GPT(cfg)`` (``W_E``, ``W_pos``, ``blocks.i.ln1.w`` ...,
+state-dict keys of ``course_utils.gpt.model.GPT(cfg)`` (``W_E``, ``W_pos``, ``blocks.i.ln1.w`` ...,
 ``ln_final.w``, ``ln_final.b`` and ``W_U`` unless ``cfg.tie_embeddings``, when the unembedding is
 ``W_E``ᵀ), keeps ``cfg`` as ``self.cfg``, and ``forward(tokens)`` maps (batch, pos) ids to (batch, pos,
 d_vocab) logits. The check loads a seeded course model's state dict into it (tied and untied) and
@@ -19,7 +19,7 @@ from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import tiny_model
 from course_utils.checks.small_gpt._classes import course_state, run_class
 from course_utils.checks.weights import compare_or_convention
-from course_utils.gpt import GPT, Block
+from course_utils.gpt.model import GPT, Block
 from course_utils.layernorm import LayerNorm
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_utils.ablation import head_ablation_losses
+from course_utils.gpt.ablation import head_ablation_losses
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import tiny_model

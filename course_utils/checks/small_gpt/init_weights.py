@@ -22,8 +22,8 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.compare import distinct_digits
 from course_utils.checks.core import Case, Exercise
-from course_utils.gpt import GPT
-from course_utils.gpt_config import GPTConfig
+from course_utils.gpt.model import GPT
+from course_utils.gpt.config import GPTConfig
 
 RMS_RTOL = 0.12
 

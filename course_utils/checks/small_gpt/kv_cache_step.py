@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.kv_cache import cached_attention
+from course_utils.gpt.kv_cache import cached_attention
 from course_utils.masking import causal_mask
 
 

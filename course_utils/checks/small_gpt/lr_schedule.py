@@ -18,7 +18,7 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.shared import keyed_uniform
-from course_utils.optim import lr_schedule as _lr_schedule
+from course_utils.gpt.optim import lr_schedule as _lr_schedule
 
 
 def lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps):

@@ -13,7 +13,7 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import tiny_model
-from course_utils.generation import generate
+from course_utils.gpt.generation import generate
 from course_utils.sampling import sample_next_token
 
 

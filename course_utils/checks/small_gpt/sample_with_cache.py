@@ -17,7 +17,7 @@ from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import tiny_model
 from course_utils.checks.small_gpt._traps import TokenBudgetGPT, trapped
-from course_utils.generation import forward_with_cache, generate
+from course_utils.gpt.generation import forward_with_cache, generate
 from course_utils.sampling import sample_next_token
 
 

@@ -16,16 +16,16 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from course_utils.capstone import training_loop as _training_loop
+from course_utils.gpt.capstone import training_loop as _training_loop
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.compare import describe_mismatch
-from course_utils.gpt import GPT
-from course_utils.gpt_config import GPTConfig
-from course_utils.optim import clip_grad_norm, lr_schedule
-from course_utils.optim import lr_schedule as _course_schedule
-from course_utils.threads import torch_threads
-from course_utils.training import TrainConfig, get_batch, make_optimizer, sequence_loss
+from course_utils.gpt.model import GPT
+from course_utils.gpt.config import GPTConfig
+from course_utils.gpt.optim import clip_grad_norm, lr_schedule
+from course_utils.gpt.optim import lr_schedule as _course_schedule
+from course_utils.env.threads import torch_threads
+from course_utils.gpt.training import TrainConfig, get_batch, make_optimizer, sequence_loss
 
 
 def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm):

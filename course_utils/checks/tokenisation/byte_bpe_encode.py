@@ -16,7 +16,7 @@ from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.tokenisation._cases import corpus_case_text
 from course_utils.tokenisation import real
-from course_utils.tokenisation.bpe import _join_pair
+from course_utils.tokenisation.bpe import join_pair
 from course_utils.tokenisation.byte_bpe import encode_chunk_with_ranks
 from course_utils.tokenisation.pretokenise import GPT2_PATTERN, compiled
 
@@ -153,7 +153,7 @@ def encode_merge_all_occurrences(piece, ranks):
         if not ranked:
             break
         _, (a, b) = min(ranked)
-        parts = _join_pair(parts, (a, b))
+        parts = join_pair(parts, (a, b))
     return [ranks[p] for p in parts]
 
 

@@ -46,7 +46,7 @@ from course_utils.lab.limits import (
 from course_utils.lab.grading.pool import kill_tree
 from course_utils.lab.grading.probe import ProbeFailed
 from course_utils.lab.grading.sandbox import WORKDIR, Jail, kernel_environment, launcher_environment
-from course_utils.notebook_run import SlicedKernelManager
+from course_utils.env.notebook_run import SlicedKernelManager
 
 KERNEL_NAME = "course-lab-sandbox"
 

@@ -1,0 +1,200 @@
+"""The capstone: the course recipe trained with the student's own parts wherever their checks passed.
+
+Covers ``training_loop`` (the recipe's loop written out: seeded batches, the schedule, cross-entropy,
+backward, clipping by global norm, an optimiser step; ``training.train`` without evaluation or
+progress bar, the reference of notebook 09's loop exercise), ``estimate_loss`` (the recipe's validation
+loss on evenly spaced fixed windows, in eval mode and without gradients, the model's mode restored:
+``training.evaluate`` for any model called as ``model(tokens)``) and ``assemble``, which takes the
+student's objects by part (``PARTS``: ``model``, a class built from a ``GPTConfig``; ``adamw_step``,
+``lr_schedule``, ``clip_grad_norm``, ``training_loop`` and ``estimate_loss``, functions shaped like
+``optim``'s and this module's) with their check verdicts, and returns a ``Capstone``: the student's part
+where its verdict passed, the course's where not, ``summary()`` saying which in one line, ``train()``
+running the loop and ``validation_loss()`` the evaluation. The student's model starts from the course
+model's seeded initialisation (its ``state_dict`` loaded), so both runs start from the same weights.
+Leaves out plots and the progress bar (``training``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import torch
+from torch import nn
+
+from course_utils.gpt.model import GPT
+from course_utils.gpt.config import GPTConfig
+from course_utils.gpt.optim import StepOptimizer, clip_grad_norm, lr_schedule
+from course_utils.gpt.training import TrainConfig, get_batch, make_optimizer, sequence_loss
+from course_utils.validate import int_tensor, positive_int
+
+PARTS = {  # part -> what the summary calls it
+    "model": "model",
+    "adamw_step": "AdamW",
+    "lr_schedule": "schedule",
+    "clip_grad_norm": "clipping",
+    "training_loop": "loop",
+    "estimate_loss": "evaluation",
+}
+
+
+def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm) -> list[float]:
+    """``n_steps`` steps of the recipe (batches from a generator seeded with ``cfg.seed``); returns each step's loss.
+
+    ``lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps)`` gives the rate, set in every
+    parameter group before the step; ``clip_grad_norm(grads, max_norm)`` returns the clipped gradients.
+    On the course model this replays ``training.train``'s log: to the bit with ``loss_fn=sequence_loss``, to
+    float rounding with its default fused loss (``tests/test_capstone.py``).
+    """
+    generator = torch.Generator().manual_seed(cfg.seed)
+    device = next(model.parameters()).device
+    losses = []
+    for step in range(n_steps):
+        lr = lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)  # each (batch, n_ctx)
+        loss = sequence_loss(model(x.to(device)), y.to(device))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        params = [p for p in model.parameters() if p.grad is not None]
+        for p, g in zip(params, clip_grad_norm([p.grad for p in params], cfg.grad_clip)):
+            p.grad = g
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@torch.no_grad()
+def estimate_loss(model: nn.Module, ids, n_windows: int) -> float:
+    """Mean next-token loss on ``n_windows`` evenly spaced windows of ``ids`` (no randomness), in eval mode.
+
+    Window k starts at ``linspace(0, len(ids) - n_ctx - 1, n_windows)[k]`` (truncated), as in
+    ``training.evaluate``; the model is put back in the mode it was in. ``ids`` on the model's device.
+    """
+    int_tensor("ids", ids, " (token ids)")
+    n_ctx = model.cfg.n_ctx
+    if ids.ndim != 1 or len(ids) <= n_ctx:
+        raise ValueError(f"ids must be a 1-d tensor of more than n_ctx={n_ctx} token ids, got shape {tuple(ids.shape)}")
+    positive_int("n_windows", n_windows)
+    starts = torch.linspace(0, len(ids) - n_ctx - 1, n_windows).long()
+    windows = ids[starts[:, None] + torch.arange(n_ctx + 1)]  # (n_windows, n_ctx + 1)
+    was_training = model.training
+    model.eval()
+    loss = sequence_loss(model(windows[:, :-1]), windows[:, 1:])
+    model.train(was_training)
+    return loss.item()
+
+
+class FusedGPT(nn.Module):
+    """The course ``GPT`` whose plain call runs the fused kernels (``impl="fused"``), as ``training.train`` does."""
+
+    def __init__(self, gpt: GPT):
+        super().__init__()
+        self.gpt, self.cfg = gpt, gpt.cfg
+
+    def forward(self, tokens):
+        return self.gpt(tokens, impl="fused")
+
+
+NOT_PASSED = "not passed"
+
+
+def _reason(why: str, n: int) -> str:
+    if why != NOT_PASSED:
+        return why
+    return "its check has not passed" if n == 1 else "their checks have not passed"
+
+
+def _passed(verdict) -> bool:
+    """A verdict (``checks.Verdict``) or a bool: ``True`` only for a passed check."""
+    return verdict is True or getattr(verdict, "passed", False) is True
+
+
+@dataclass
+class Capstone:
+    """What ``assemble`` built: the parts to train with, and whose each is (``yours[part]``)."""
+
+    model: nn.Module
+    optimizer: object
+    lr_schedule: Callable
+    clip_grad_norm: Callable
+    loop: Callable
+    estimate_loss: Callable
+    train_cfg: TrainConfig
+    yours: dict
+    why_not: dict
+
+    def summary(self) -> str:
+        """One line: ``'all parts yours: model, AdamW, ..., evaluation'``, or which are the course's, why."""
+        mine = [PARTS[p] for p in PARTS if self.yours[p]]
+        if len(mine) == len(PARTS):
+            return f"all parts yours: {', '.join(mine)}"
+        groups: dict[str, list[str]] = {}  # reason -> parts, in PARTS order
+        for p in PARTS:
+            if not self.yours[p]:
+                groups.setdefault(self.why_not[p], []).append(PARTS[p])
+        theirs = "; ".join(f"{', '.join(names)} ({_reason(why, len(names))})" for why, names in groups.items())
+        return f"yours: {', '.join(mine) or 'none yet'}; the course's: {theirs}"
+
+    def train(self, train_ids, n_steps: int | None = None) -> list[float]:
+        """Run the loop for ``n_steps`` (the whole recipe by default) on the model's device; returns the losses.
+
+        The token ids go to the model's device first: ``get_batch``'s windows then come out there too."""
+        n_steps = self.train_cfg.steps if n_steps is None else positive_int("n_steps", n_steps)
+        train_ids = train_ids.to(next(self.model.parameters()).device)  # so a loop that never moves a batch works
+        return self.loop(self.model, self.optimizer, train_ids, self.train_cfg, n_steps, self.lr_schedule,
+                         self.clip_grad_norm)
+
+    def validation_loss(self, val_ids) -> float:
+        """The model's loss on ``train_cfg.eval_windows`` fixed windows of ``val_ids`` (the recipe's evaluation)."""
+        val_ids = val_ids.to(next(self.model.parameters()).device)
+        return float(self.estimate_loss(self.model, val_ids, self.train_cfg.eval_windows))
+
+
+def _student_model(cls, cfg: GPTConfig, course: GPT) -> tuple[nn.Module | None, str]:
+    """The student's class built from ``cfg`` with the course model's initial weights, or (None, why not)."""
+    try:
+        model = cls(cfg)
+        model.load_state_dict(course.state_dict())
+    except Exception as exc:  # a class that cannot be built or loaded falls back to the course's
+        return None, f"it did not take the course's weights: {type(exc).__name__}"
+    if getattr(model, "cfg", None) is None:
+        model.cfg = cfg  # the loop reads n_ctx from model.cfg
+    return model, ""
+
+
+def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg: TrainConfig | None = None,
+             seed: int | None = None, device: torch.device | str = "cpu") -> Capstone:
+    """The recipe's parts: ``parts[p]`` where ``verdicts[p]`` passed (a ``Verdict`` or a bool), else the course's.
+
+    ``parts``/``verdicts`` are keyed by ``PARTS``; a missing key counts as not passed. ``seed``
+    (``train_cfg.seed`` by default) initialises the course model, whose weights the student's model loads;
+    the model is moved to ``device`` before the optimiser is built over it.
+    """
+    if not isinstance(model_cfg, GPTConfig):
+        raise TypeError(f"model_cfg must be a GPTConfig, got {type(model_cfg).__name__}")
+    train_cfg = TrainConfig() if train_cfg is None else train_cfg
+    if not isinstance(train_cfg, TrainConfig):
+        raise TypeError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
+    yours = {p: _passed(verdicts.get(p)) and callable(parts.get(p)) for p in PARTS}
+    why_not = {p: "" if yours[p] else NOT_PASSED for p in PARTS}
+    course = GPT(model_cfg)
+    course.reset_parameters(torch.Generator().manual_seed(train_cfg.seed if seed is None else seed))
+    model = None
+    if yours["model"]:
+        model, why_not["model"] = _student_model(parts["model"], model_cfg, course)
+        yours["model"] = model is not None
+    if model is None:
+        model = FusedGPT(course)
+    model = model.to(device)
+    if yours["adamw_step"]:
+        optimizer = StepOptimizer(model, parts["adamw_step"], lr=train_cfg.max_lr, betas=train_cfg.betas,
+                                  weight_decay=train_cfg.weight_decay)
+    else:
+        optimizer = make_optimizer(model, train_cfg)
+    own = {p: parts[p] if yours[p] else fallback for p, fallback in
+           (("lr_schedule", lr_schedule), ("clip_grad_norm", clip_grad_norm), ("training_loop", training_loop),
+            ("estimate_loss", estimate_loss))}
+    return Capstone(model, optimizer, own["lr_schedule"], own["clip_grad_norm"], own["training_loop"],
+                    own["estimate_loss"], train_cfg, yours, why_not)
