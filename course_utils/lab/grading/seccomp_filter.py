@@ -58,16 +58,18 @@ def build(arch: str = "native"):
     number = seccomp.system_arch() if token == seccomp.Arch.NATIVE else token
     for name in DENIED:
         if seccomp.resolve_syscall(number, name) < 0:
-            raise RuntimeError(f"this libseccomp does not know the syscall {name}; {INSTALL} 2.5 or newer")
+            raise RuntimeError(f"this libseccomp does not know the syscall {name}: 2.5 or newer is needed; {INSTALL}")
     rules = seccomp.SyscallFilter(seccomp.ALLOW)
     if number != seccomp.system_arch():  # another machine's filter, to read (describe)
         rules.add_arch(token)
         rules.remove_arch(seccomp.Arch.NATIVE)
     rules.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.ERRNO(errno.EPERM))
-    newuser = seccomp.Arg(_flags_argument(seccomp, number), seccomp.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)
-    rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", newuser)
-    rules.add_rule(seccomp.ERRNO(errno.EPERM), "unshare", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_NEWUSER,
-                                                                      CLONE_NEWUSER))
+
+    def newuser(argument: int):  # the flags in that argument include CLONE_NEWUSER
+        return seccomp.Arg(argument, seccomp.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)
+
+    rules.add_rule(seccomp.ERRNO(errno.EPERM), "clone", newuser(_flags_argument(seccomp, number)))
+    rules.add_rule(seccomp.ERRNO(errno.EPERM), "unshare", newuser(0))
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     return rules
 
