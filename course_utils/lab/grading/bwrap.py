@@ -2,8 +2,9 @@
 
 ``bwrap_args(own_uid, secrets, sockets, env)`` gives bwrap's options; ``launch_command(args, inner,
 groups, uid)`` wraps them with ``inner`` (the kernel's command) into the command the kernel manager
-runs: a small launcher (``_LAUNCHER``: join the cgroups, exec bwrap) and, for a grader run by root,
-the privilege drop (``_DROP``) that runs first inside the sandbox. Run by root, that is
+runs: a small launcher (``_LAUNCHER``: join the cgroups, hand bwrap the seccomp filter, exec bwrap)
+and, for a grader run by root, the privilege drop (``_DROP``) that runs first inside the sandbox.
+Run by root, that is
 
     bwrap --unshare-pid --unshare-net --unshare-ipc --unshare-uts --unshare-cgroup-try
           --die-with-parent --new-session --clearenv
@@ -12,17 +13,14 @@ the privilege drop (``_DROP``) that runs first inside the sandbox. Run by root, 
           private: /proc /dev, small tmpfs as /tmp, /dev/shm and the working folder (HOME)
           -- python -I -S -c DROP uid -- argv
 
-where DROP, still root inside the new namespaces, hands the working folder to the kernel's own uid,
-sets ``no_new_privs``, installs a seccomp filter that refuses new user namespaces (what
-``--disable-userns`` does, which bwrap allows only with ``--unshare-user``), drops every group, gid
-and uid to it (which clears every capability) and execs the kernel: the kernel never runs as root,
-inside or outside, and reads only what any user may read (``/etc/shadow`` is not readable). Run by
-another user, it is ``bwrap --unshare-user --uid 65534 --gid 65534 --disable-userns ...`` with the
-same mounts: the kernel is then the grader's own uid outside, without any capability there.
-
-Limits: the seccomp filter knows x86_64 and aarch64 only; elsewhere a kernel run by root may create
-a user namespace of its own, where it is "root" over nothing (the mounts it inherits stay read-only
-and locked, files keep their owners).
+where bwrap, before it starts DROP, installs the seccomp filter of ``seccomp_filter.py`` (given as
+``--seccomp FD``: it refuses new user namespaces, what ``--disable-userns`` does, which bwrap allows
+only with ``--unshare-user``), and DROP, still root inside the new namespaces, hands the working
+folder to the kernel's own uid, sets ``no_new_privs``, drops every group, gid and uid to it (which
+clears every capability) and execs the kernel: the kernel never runs as root, inside or outside, and
+reads only what any user may read (``/etc/shadow`` is not readable). Run by another user, it is
+``bwrap --unshare-user --uid 65534 --gid 65534 --disable-userns ...`` with the same mounts: the
+kernel is then the grader's own uid outside, without any capability there.
 
 Leaves out: the socket folder, uid and cgroups of one kernel (``sandbox.Jail``, ``cgroups.py``).
 """
@@ -35,6 +33,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from course_utils.lab.grading.seccomp_filter import bpf_program
+
 WORKDIR = "/home/student"  # the kernel's working folder and HOME, inside the sandbox
 TMPFS_BYTES = 256 << 20
 
@@ -44,50 +44,37 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-# Runs as the grader's user just before bwrap: join the cgroups and exec bwrap.
+# Runs as the grader's user just before bwrap: join the cgroups, put the compiled seccomp filter (if
+# any) in a file descriptor that bwrap inherits and reads (--seccomp FD), and exec bwrap.
 _LAUNCHER = r"""
 import json, os, sys
 plan = json.loads(sys.argv[1])
 for procs in plan["cgroups"]:
     with open(procs, "w") as handle:
         handle.write(str(os.getpid()))
-os.execv(plan["bwrap"], [plan["bwrap"], *plan["args"]])
+args = plan["args"]
+if plan["seccomp"]:
+    fd = os.memfd_create("seccomp", 0)  # no close-on-exec: bwrap reads it, then closes it
+    program = bytes.fromhex(plan["seccomp"])
+    if os.write(fd, program) != len(program):
+        sys.exit("sandbox: cannot pass the seccomp filter to bwrap")
+    os.lseek(fd, 0, os.SEEK_SET)
+    args = ["--seccomp", str(fd), *args]
+os.execv(plan["bwrap"], [plan["bwrap"], *args])
 """
 
 # Runs first inside the sandbox when the grader is root (bwrap without a user namespace, so this is
-# still root, with its capabilities, inside the new namespaces): give the working folder to the
-# kernel's uid, then drop to that uid for good and exec the kernel.
+# still root, with its capabilities, inside the new namespaces, under the seccomp filter): give the
+# working folder to the kernel's uid, then drop to that uid for good and exec the kernel.
 #   python -I -S -c DROP UID WORKDIR -- ARGV...
 _DROP = r"""
-import ctypes, os, struct, sys
+import ctypes, os, sys
 uid, home, argv = int(sys.argv[1]), sys.argv[2], sys.argv[4:]
 os.chown(home, uid, uid)
 os.chmod(home, 0o700)
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: no setuid way back
     sys.exit("sandbox: cannot set no_new_privs")
-# What bwrap's --disable-userns does (it needs a user namespace, which this mode leaves out): a
-# seccomp filter that refuses clone/unshare with CLONE_NEWUSER (clone3 says ENOSYS, so the C library
-# falls back to clone) and any other syscall ABI (i386, x32) on which that would not be checked.
-ARCHES = {"x86_64": (0xC000003E, 56, 272, 435), "aarch64": (0xC00000B7, 220, 97, 435)}
-if os.uname().machine in ARCHES:
-    audit, clone, unshare, clone3 = ARCHES[os.uname().machine]
-    LD, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
-    ALLOW, EPERM, ENOSYS = 0x7FFF0000, 0x00050001, 0x00050026
-    program = [(LD, 4, None), (JEQ, audit, ("next", "eperm")), (LD, 0, None), (JGE, 0x40000000, ("eperm", "next")),
-               (JEQ, clone3, ("enosys", "next")), (JEQ, clone, ("flags", "next")), (JEQ, unshare, ("flags", "allow")),
-               (LD, 16, None), (JSET, 0x10000000, ("eperm", "allow")),  # flags: args[0], low 32 bits
-               (RET, ALLOW, None), (RET, EPERM, None), (RET, ENOSYS, None)]
-    where = {"flags": 7, "allow": 9, "eperm": 10, "enosys": 11}
-    code = b""
-    for at, (op, k, jumps) in enumerate(program):
-        jt, jf = [0 if j == "next" else where[j] - at - 1 for j in jumps] if jumps else (0, 0)
-        code += struct.pack("=HBBI", op, jt, jf, k)
-    class Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-    prog = Prog(len(program), code)
-    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
-        sys.exit("sandbox: cannot install the seccomp filter")
 os.setgroups([])
 os.setresgid(uid, uid, uid)
 os.setresuid(uid, uid, uid)  # every capability goes with uid 0
@@ -190,12 +177,16 @@ def bwrap_args(own_uid: bool, secrets: list[str], sockets: str, env: dict[str, s
 
 def launch_command(args: list[str], inner: list[str], groups: list[Path], uid: int | None) -> list[str]:
     """The full command line: join ``groups`` (their ``cgroup.procs``), then ``bwrap ARGS --`` and, with
-    a ``uid`` (the grader is root), drop to it inside before ``inner`` starts."""
+    a ``uid`` (the grader is root), the seccomp filter and the drop to that uid inside before ``inner``
+    starts (``RuntimeError`` naming what to install where libseccomp is missing: never without it)."""
+    seccomp = ""
     if uid is not None:
         inner = [sys.executable, "-I", "-S", "-c", _DROP, str(uid), WORKDIR, "--", *inner]
+        seccomp = bpf_program().hex()
     plan = {
         "bwrap": bwrap_path(),
         "args": [*args, "--", *inner],
         "cgroups": [str(g / "cgroup.procs") for g in groups],
+        "seccomp": seccomp,
     }
     return [sys.executable, "-I", "-S", "-c", _LAUNCHER, json.dumps(plan)]

@@ -6,7 +6,7 @@ sockets there), a uid of its own (``UID_BASE + ...``, where the grader is root),
 cgroup holding all the submission's processes together (``cgroups.py``, where ``/sys/fs/cgroup`` is
 writable), and ``jail.command(argv, env)``, the command line that runs a small launcher (join the
 cgroups) which execs bwrap (``bwrap.py`` says which namespaces and mounts, and how the kernel drops
-to its uid).
+to its uid; ``seccomp_filter.py`` the filter that keeps a kernel run by root out of user namespaces).
 
 So the kernel sees no grader files, job files, hidden tests, other submissions, environment
 variables or processes, has no network (not even loopback is reachable from outside), cannot
@@ -44,6 +44,7 @@ from course_utils.lab.grading.cgroups import (
     make_groups,
     remove_cgroup,
 )
+from course_utils.lab.grading.seccomp_filter import policy_problem
 
 __all__ = [  # what the grader, its tests and benchmarks use; the rest is in bwrap.py and cgroups.py
     "WORKDIR",
@@ -71,6 +72,9 @@ def isolation_problem() -> str | None:
         return f"the sandbox needs Linux (bubblewrap); this is {sys.platform}"
     if bwrap_path() is None:
         return "bwrap not found (install bubblewrap: apt-get install bubblewrap)"
+    filter_problem = policy_problem() if runs_as_own_uid() else None  # the filter refusing user namespaces
+    if filter_problem is not None:
+        return f"the sandbox's seccomp filter cannot be built: {filter_problem}"
     user = [] if runs_as_own_uid() else ["--unshare-user"]  # the namespaces Jail.command asks for
     trial = subprocess.run(
         [
