@@ -10,17 +10,13 @@ import torch.nn.functional as F
 
 from course_utils.gpt.ablation import ablated_logits, head_ablation_losses, head_findings, inside_word
 from course_utils.gpt.model import GPT, GPTConfig
+from tiny_models import sharp_gpt
 
 CFG = GPTConfig(d_vocab=41, n_ctx=16, d_model=24, n_heads=3, n_layers=2, d_mlp=40)
 
 
 def _model():
-    torch.manual_seed(0)
-    model = GPT(CFG)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn_like(p))
-    return model.eval()
+    return sharp_gpt(CFG)
 
 
 def _tokens(batch=3):

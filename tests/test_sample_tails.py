@@ -6,19 +6,15 @@ import pytest
 import torch
 
 from course_utils.gpt.generation import generate
-from course_utils.gpt.model import GPT, GPTConfig
+from course_utils.gpt.model import GPTConfig
+from tiny_models import sharp_gpt
 from course_utils.gpt.sample_tails import sampled_probabilities
 
 CFG = GPTConfig(d_vocab=41, n_ctx=16, d_model=24, n_heads=3, n_layers=2, d_mlp=40)
 
 
 def _model():
-    torch.manual_seed(0)
-    model = GPT(CFG)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn_like(p))
-    return model.eval()
+    return sharp_gpt(CFG)
 
 
 PROMPT = torch.randint(0, CFG.d_vocab, (3, 4), generator=torch.Generator().manual_seed(1))

@@ -109,6 +109,16 @@ class Session:
 # --- helpers -------------------------------------------------------------------------------------
 
 
+def open_widget(browser, notebook: str, selector: str, has: str | None = None):
+    """(page, root, readout): ``notebook`` open in JupyterLab, the first widget matching ``selector`` (and
+    holding ``has``) scrolled into view, and that widget's readout line."""
+    page = browser.notebook(notebook)
+    root = page.locator(selector)
+    root = (root.filter(has=page.locator(has)) if has else root).first
+    root.scroll_into_view_if_needed()
+    return page, root, root.locator(".course-readout").first
+
+
 def screenshot(page, name: str) -> None:
     """Save a full-window screenshot as a test artifact (after the kernel's redraw finished)."""
     wait_kernel_idle(page)

@@ -14,6 +14,7 @@ from browser.readouts import (
     dk_stats,
 )
 from browser.session import (
+    open_widget,
     ATTENTION,
     assert_figures_not_blank,
     figure_png,
@@ -27,10 +28,7 @@ pytestmark = pytest.mark.timeout(600)
 
 @pytest.mark.browser
 def test_dk_viewer_scaling_matters_only_for_large_dk(browser):
-    page = browser.notebook(ATTENTION)
-    root = page.locator(".course-attention-viewer").filter(has=page.locator(".course-dk")).first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, ATTENTION, ".course-attention-viewer", has=".course-dk")
     slider = root.locator(".course-dk")
     assert_figures_not_blank(page, root, "dk-initial")
     before = figure_png(root)

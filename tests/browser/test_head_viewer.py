@@ -13,6 +13,7 @@ from browser.readouts import (
     attended_weights,
 )
 from browser.session import (
+    open_widget,
     MULTIHEAD,
     assert_figures_not_blank,
     choose_option,
@@ -27,10 +28,7 @@ pytestmark = pytest.mark.timeout(600)
 
 @pytest.mark.browser
 def test_head_viewer_switches_heads_and_queries(browser):
-    page = browser.notebook(MULTIHEAD)
-    root = page.locator(".course-attention-viewer").filter(has=page.locator(".course-head")).first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, MULTIHEAD, ".course-attention-viewer", has=".course-head")
     assert_figures_not_blank(page, root, "heads-initial")
     text = wait_for_readout(readout, lambda t: "layer 0 head 0" in t, "'layer 0 head 0' at start")
     weights = attended_weights(text)
@@ -70,10 +68,7 @@ def test_head_viewer_quick_inputs_leave_a_drawn_figure(browser):
     and the readout shows the final choice. (With pyplot figures this failed 3 runs in 4: on JupyterLab
     4.6 + ipykernel 7, matplotlib-inline's flush_figures on a kernel subshell drew and closed the
     figure mid-draw; the widgets now build their figures outside pyplot.)"""
-    page = browser.notebook(MULTIHEAD)
-    root = page.locator(".course-attention-viewer").filter(has=page.locator(".course-head")).first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, MULTIHEAD, ".course-attention-viewer", has=".course-head")
     head_select, layer_select = root.locator(".course-head select"), root.locator(".course-layer select")
     n_heads, n_layers = head_select.locator("option").count(), layer_select.locator("option").count()
     handle = root.locator(".course-query .noUi-handle")

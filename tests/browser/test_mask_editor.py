@@ -15,6 +15,7 @@ from browser.readouts import (
     pattern_rows,
 )
 from browser.session import (
+    open_widget,
     MASKING,
     assert_figures_not_blank,
     choose_option,
@@ -62,10 +63,7 @@ def check_pattern(text: str, n_queries: int, n_keys: int, allowed: dict) -> list
 
 @pytest.mark.browser
 def test_mask_editor_toggles_presets_and_never_shows_nan(browser):
-    page = browser.notebook(MASKING)
-    root = page.locator(".course-mask-editor").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, MASKING, ".course-mask-editor")
     cells = root.locator(".course-mask-cell")
     preset = root.locator(".course-mask-preset select")
     assert_figures_not_blank(page, root, "mask-initial")
@@ -133,10 +131,7 @@ def test_rapid_clicks_leave_a_drawn_figure(browser):
     """Two mask cells clicked ~50 ms apart (a quick user): the final figure is drawn, not blank,
     and the readout matches the final toggles. (ipykernel 7 may run the two callbacks on two
     threads at once; unserialised pyplot drawing then sends a blank PNG.)"""
-    page = browser.notebook(MASKING)
-    root = page.locator(".course-mask-editor").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, MASKING, ".course-mask-editor")
     cells = root.locator(".course-mask-cell")
     preset = root.locator(".course-mask-preset select")
     labels = mask_cell_labels(cells)

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from browser.session import (
+    open_widget,
     assert_figures_not_blank,
     choose_option,
     figure_png,
@@ -63,10 +64,7 @@ def check_against_oracle(state: dict) -> None:
 
 @pytest.mark.browser
 def test_usage_widget_follows_e_k_alpha_and_capacity(browser):
-    page = browser.notebook(NOTEBOOK)
-    root = page.locator(".course-moe-usage").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, NOTEBOOK, ".course-moe-usage")
     assert_figures_not_blank(page, root, "moe-initial")
     first = parse_usage(wait_for_readout(readout, lambda t: "capacity factor" in t, "the initial readout"))
     check_against_oracle(first)

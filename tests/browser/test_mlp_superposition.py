@@ -14,6 +14,7 @@ import torch
 
 from course_utils.superposition import toy_models
 from browser.session import (
+    open_widget,
     assert_figures_not_blank,
     assert_output_images_not_blank,
     figure_png,
@@ -53,10 +54,7 @@ def _assert_matches(text: str, index: int, oracle) -> None:
 
 @pytest.mark.browser
 def test_sparsity_explorer_redraws_from_the_trained_instances(browser, oracle):
-    page = browser.notebook(NOTEBOOK)
-    root = page.locator(".course-sparsity").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, NOTEBOOK, ".course-sparsity")
     assert_figures_not_blank(page, root, "sparsity-initial")
     text = wait_for_readout(readout, lambda t: "sparsity S = 0.990" in t, "the sparsest instance at start")
     _assert_matches(text, len(FIVE_SPARSITY) - 1, oracle)

@@ -16,6 +16,7 @@ from course_utils.counting import parameters as counting
 from course_utils.counting.parameters import ModelConfig
 from course_utils.viz.parameter_counting import SLIDERS, START, STYLES
 from browser.session import (
+    open_widget,
     assert_figures_not_blank,
     assert_output_images_not_blank,
     figure_png,
@@ -67,10 +68,7 @@ def _step_to(root, sizes: dict, field: str, value: int) -> None:
 
 @pytest.mark.browser
 def test_counter_sliders_update_counts_and_figure(browser):
-    page = browser.notebook(NOTEBOOK)
-    root = page.locator(".course-counter").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, NOTEBOOK, ".course-counter")
     assert_figures_not_blank(page, root, "counter-initial")
     text = wait_for_readout(readout, lambda t: "total parameters:" in t, "the first readout")
     assert _shown(text, "total parameters") == counting.count_parameters(_oracle(**START))["total"] == 124_439_808

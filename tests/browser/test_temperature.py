@@ -18,6 +18,7 @@ from browser.readouts import (
     temperature_of,
 )
 from browser.session import (
+    open_widget,
     MASKING,
     assert_figures_not_blank,
     figure_png,
@@ -50,10 +51,7 @@ def read_temperature_state(readout, what: str, predicate=lambda t: True) -> tupl
 
 @pytest.mark.browser
 def test_temperature_slider_sharpens_and_flattens(browser):
-    page = browser.notebook(MASKING)
-    root = page.locator(".course-temperature").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, MASKING, ".course-temperature")
     slider = root.locator(".course-temperature-slider")
     handle = slider.locator(".noUi-handle")
     assert_figures_not_blank(page, root, "temperature-initial")  # the first chart must not be blank
@@ -122,10 +120,7 @@ def test_temperature_slider_sharpens_and_flattens(browser):
 @pytest.mark.browser
 def test_rapid_slider_keys_leave_a_consistent_readout(browser):
     """Five ArrowRight presses in a row: the readout ends at the slider's T and the chart is drawn."""
-    page = browser.notebook(MASKING)
-    root = page.locator(".course-temperature").first
-    root.scroll_into_view_if_needed()
-    readout = root.locator(".course-readout").first
+    page, root, readout = open_widget(browser, MASKING, ".course-temperature")
     slider = root.locator(".course-temperature-slider")
     type_slider_value(page, slider, "1")
     wait_for_readout(readout, lambda t: temperature_of(t) == 1.0, "T = 1.000 after typing 1")
