@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
     "row, verdict",
     [
         (ExerciseResult("f", 2, 2, "ok", "passed"), "✅ passed"),
-        (ExerciseResult("f", 0, 2, "ok", "not attempted: `f` still raises NotImplementedError"), "⏳ not attempted yet"),
+        (ExerciseResult("f", 0, 2, "not_attempted", "not attempted"), "⏳ not attempted yet"),
+        (ExerciseResult("f", 0, 2, "not_defined", "the notebook defines no `f`"), "⏳ not attempted yet"),
+        # the status says what happened, never the text: a hint that mentions the stub is still a wrong answer
+        (ExerciseResult("f", 0, 2, "ok", "not attempted the max: NotImplementedError is not it"),
+         "❌ not attempted the max: NotImplementedError is not it"),
         (ExerciseResult("f", 0, 2, "ok", "softmax over the wrong axis: normalise over dim=-1\nmore"),
          "❌ softmax over the wrong axis: normalise over dim=-1"),
         (ExerciseResult("f", 0, 2, "timeout", ""), "❌ timeout"),

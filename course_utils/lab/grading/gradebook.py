@@ -37,7 +37,7 @@ from collections import Counter
 from pathlib import Path
 
 from course_utils.lab.grading.canvas import canvas_export, guard, write_canvas
-from course_utils.lab.grading.feedback import problems
+from course_utils.lab.grading.feedback import describe_cell, problems
 from course_utils.lab.results import SubmissionResult
 from course_utils.lab.status import Status
 from course_utils.lab.grading.totals import StudentTotal, result_points, student_totals
@@ -198,8 +198,8 @@ def feedback_text(
                 f"- **{_md(ex.exercise or 'submission')}** ({ex.points:g}/{ex.max_points:g}, {_md(ex.status)}): "
                 f"{_md(text)}"
             )
-        if result.notes:
-            notes = "\n".join(one_line(note).replace("```", "`\u200b``") for note in result.notes)
+        if result.cells:
+            notes = "\n".join(one_line(describe_cell(p)).replace("```", "`\u200b``") for p in result.cells)
             if len(notes) > NOTE_CHARS:
                 notes = notes[:NOTE_CHARS] + f"\n… ({len(notes) - NOTE_CHARS:,} more characters not shown)"
             lines += ["", "Running the notebook:", "", "```", notes, "```"]
