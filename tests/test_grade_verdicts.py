@@ -21,7 +21,7 @@ from course_utils.lab.grading.feedback import problems
 from course_utils.lab.grading.grade import grade_exercise
 from course_utils.lab.grading.gradebook import feedback_text
 from course_utils.lab.grading.plan import GradingPlan, plan_for_job
-from course_utils.lab.release.standing import _cell_lines, _verdict
+from course_utils.lab.grading.standing import _cell_lines, _verdict
 from course_utils.lab.results import CellProblem, SubmissionResult
 from test_grade_feedback import _student
 from test_grader_path import InProcessProxy

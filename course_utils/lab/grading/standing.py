@@ -1,6 +1,6 @@
 """Where a student stands: ``course-lab progress`` runs the public checks on their own saved notebooks.
 
-It grades the student's copy (``notebooks/student``, see ``workspace.py``) with the grader itself, in
+It grades the student's copy (``notebooks/student``, see ``release/workspace.py``) with the grader itself, in
 the student's setting: no sandbox (it is their own code on their own machine), public cases only
 (the hidden ones are the instructor's), and only the notebooks they have changed since they got
 them, unless ``--all``: an untouched notebook is "not started" without running it (09 would train
@@ -15,7 +15,8 @@ the first being where JupyterLab's Run All stops, for example::
 
 The lines are written from the results' data (``results.py``: each row's status, each
 ``CellProblem``), never from their text. Nothing but the cache is written into the student's
-folder; the grading happens on a copy in a temporary folder.
+folder; the grading happens on a copy in a temporary folder. It lives with the grader, which it
+runs; the release wing (the student's workspace) never imports the grader.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.lab.release.verdict_cache import VerdictCache, cache_key
+from course_utils.lab.grading.verdict_cache import VerdictCache, cache_key
 from course_utils.lab.release.workspace import find_notebook, read_manifest, student_notebooks, untouched
 from course_utils.lab.results import CellProblem, ExerciseResult
 from course_utils.lab.status import Status
