@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_utils.lab.grading.student_text import one_line
 from course_utils.lab.grading.totals import StudentTotal
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -85,8 +86,6 @@ def canvas_export(
 ) -> CanvasExport:
     """The Canvas CSV's rows for ``totals``, one column per assignment notebook, matched to ``roster``."""
     stems = [nb.removesuffix(".ipynb") for nb in assignment]
-    from course_utils.lab.grading.gradebook import one_line  # (gradebook imports this module)
-
     possible = ["Points Possible", "", "", "", ""] + [f"{p:g}" for p in assignment.values()]
     export = CanvasExport([CANVAS_COLUMNS + stems, possible])
     for total in totals.values():

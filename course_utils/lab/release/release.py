@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 
 from course_utils.lab.release.leaks import find_leak
-from course_utils.lab.release.owned_files import RELEASE_MARKER, NotOursError, write_owned
+from course_utils.lab.release.owned_files import MANIFEST, RELEASE_MARKER, NotOursError, write_owned
 from course_utils.lab.release.solutions import BEGIN, END, SolutionMarkupError, strip_solutions
 
 
@@ -140,8 +140,6 @@ def release(source: Path, out: Path) -> list[Path]:
     try:
         return write_owned(out, files, marker=RELEASE_MARKER, command="release")
     except NotOursError as exc:
-        from course_utils.lab.release.workspace import MANIFEST  # workspace imports this module
-
         if (out / MANIFEST).exists():
             raise ReleaseError(
                 f"{exc} {out} is a student's own copy of the course (`make lab` made it): "

@@ -27,10 +27,9 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.lab.release.owned_files import RELEASE_MARKER, read_marker
+from course_utils.lab.release.owned_files import MANIFEST, RELEASE_MARKER, read_marker
 from course_utils.lab.release.release import collect_notebooks, read_notebook, student_version
 
-MANIFEST = ".course-release.json"
 UPDATED_SUFFIX = ".updated.ipynb"
 _COPY = re.compile(r"^[0-9][0-9]_[^.]*\.ipynb$")
 
