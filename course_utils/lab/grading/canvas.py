@@ -9,7 +9,7 @@ gives), each student is matched to the roster **by SIS Login ID = the submission
 User ID``, login and ``Section``; students the roster lacks are listed (``CanvasExport.unmatched``).
 
 Canvas's import rules, and a spreadsheet's, both hold: every field is quoted and on one line
-(``gradebook.one_line``); a name that starts (after
+(``student_text.one_line``); a name that starts (after
 spaces or a tab) with ``=``, ``+``, ``-`` or ``@`` gets a leading apostrophe, but a login never does
 (Canvas would not match it): a login that is not plainly safe is left out (the row is matched by
 the roster's ID, or not at all, and said so); a student whose name is one of Canvas's own row names

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 RELEASE_MARKER = ".course-lab-release.json"
-MANIFEST = ".course-release.json"  # a student's own copy (``workspace.py``): release refuses to write over one
+MANIFEST = ".course-release.json"  # a student's own copy of the course (`make lab`) and its cell hashes
 EXPORT_MARKER = ".course-lab-export.json"
 
 
