@@ -99,37 +99,6 @@ def test_the_layout_check_sees_a_planted_violation(tmp_path, relative, text, exp
     assert len(problems) == 1 and expected in problems[0], problems
 
 
-def _notebook_exercises(path: Path) -> list[str]:
-    """The notebook's exercises in the order its check cells call them."""
-    nb = read(path)
-    graded = set(nb.metadata.get("course", {}).get("exercises", {}))
-    in_order = [name for _, name, _ in check_cells(nb)]
-    assert set(in_order) == graded, f"{path.name}: check cells {in_order} vs metadata {sorted(graded)}"
-    return list(dict.fromkeys(in_order))
-
-
-@pytest.mark.parametrize("path", course_notebooks(), ids=lambda p: p.name)
-def test_checks_are_a_package_per_notebook_and_a_file_per_exercise(path):
-    name = re.sub(r"^\d+_", "", path.stem)
-    source = "\n".join(c.source for c in read(path).cells if c.cell_type == "code")
-    checks_used = set(re.findall(r"course_utils\.checks\.(\w+)", source)) - {name}
-    assert not checks_used, f"{path.name} imports checks of another notebook: {sorted(checks_used)}"
-    exercises = _notebook_exercises(path)
-    if not exercises:
-        return
-    folder = PACKAGE / "checks" / name
-    assert (folder / "__init__.py").exists(), f"checks for {path.name} belong in the package checks/{name}/"
-    files = sorted(p.stem for p in folder.glob("*.py") if not p.name.startswith("_"))
-    assert files == sorted(exercises), f"checks/{name}/ should hold one file per exercise of {path.name}"
-    package = importlib.import_module(f"course_utils.checks.{name}")
-    assert list(package.EXERCISES) == exercises, "the package lists the notebook's exercises in notebook order"
-    for exercise in exercises:
-        module = importlib.import_module(f"course_utils.checks.{name}.{exercise}")
-        assert list(module.EXERCISES) == [exercise], f"checks/{name}/{exercise}.py defines {list(module.EXERCISES)}"
-        assert package.EXERCISES[exercise] is module.EXERCISES[exercise]
-        assert callable(getattr(package, f"check_{exercise}", None)), f"checks.{name} exports check_{exercise}"
-
-
 def release_imports_of_grading(package: Path) -> list[str]:
     """Each import of ``<package>.lab.grading`` by a module under ``<package>/lab/release/``, in words: at the top,
     inside a function (a lazy import is still an arrow), relative, or through ``importlib.import_module``."""
@@ -170,3 +139,35 @@ def test_release_never_imports_grading(tmp_path):
         "course_utils/lab/release/planted.py:7 imports course_utils.lab.grading",
         "course_utils/lab/release/planted.py:8 imports course_utils.lab.grading.standing",
     ]
+
+
+def _notebook_exercises(path: Path) -> list[str]:
+    """The notebook's exercises in the order its check cells call them."""
+    nb = read(path)
+    graded = set(nb.metadata.get("course", {}).get("exercises", {}))
+    in_order = [name for _, name, _ in check_cells(nb)]
+    assert set(in_order) == graded, f"{path.name}: check cells {in_order} vs metadata {sorted(graded)}"
+    return list(dict.fromkeys(in_order))
+
+
+@pytest.mark.parametrize("path", course_notebooks(), ids=lambda p: p.name)
+def test_checks_are_a_package_per_notebook_and_a_file_per_exercise(path):
+    name = re.sub(r"^\d+_", "", path.stem)
+    source = "\n".join(c.source for c in read(path).cells if c.cell_type == "code")
+    checks_used = set(re.findall(r"course_utils\.checks\.(\w+)", source)) - {name}
+    assert not checks_used, f"{path.name} imports checks of another notebook: {sorted(checks_used)}"
+    exercises = _notebook_exercises(path)
+    if not exercises:
+        return
+    folder = PACKAGE / "checks" / name
+    assert (folder / "__init__.py").exists(), f"checks for {path.name} belong in the package checks/{name}/"
+    files = sorted(p.stem for p in folder.glob("*.py") if not p.name.startswith("_"))
+    assert files == sorted(exercises), f"checks/{name}/ should hold one file per exercise of {path.name}"
+    package = importlib.import_module(f"course_utils.checks.{name}")
+    assert list(package.EXERCISES) == exercises, "the package lists the notebook's exercises in notebook order"
+    for exercise in exercises:
+        module = importlib.import_module(f"course_utils.checks.{name}.{exercise}")
+        assert list(module.EXERCISES) == [exercise], f"checks/{name}/{exercise}.py defines {list(module.EXERCISES)}"
+        assert package.EXERCISES[exercise] is module.EXERCISES[exercise]
+        assert callable(getattr(package, f"check_{exercise}", None)), f"checks.{name} exports check_{exercise}"
+
