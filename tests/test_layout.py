@@ -170,4 +170,3 @@ def test_checks_are_a_package_per_notebook_and_a_file_per_exercise(path):
         assert list(module.EXERCISES) == [exercise], f"checks/{name}/{exercise}.py defines {list(module.EXERCISES)}"
         assert package.EXERCISES[exercise] is module.EXERCISES[exercise]
         assert callable(getattr(package, f"check_{exercise}", None)), f"checks.{name} exports check_{exercise}"
-
