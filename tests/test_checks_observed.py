@@ -44,7 +44,8 @@ class KernelProxy(StudentProxy):
 def graded(name: str, impl, seed: int = 0) -> list[tuple[str, str]]:
     """(status, message) of every case of ``seed``, as the grader judges them."""
     exercise, proxy = EXERCISES[name], KernelProxy(name, impl)
-    return [_judge(exercise, case, _outcome(exercise, proxy, case)) for case in exercise.cases(seed)]
+    found = [_judge(exercise, case, _outcome(exercise, proxy, case)) for case in exercise.cases(seed)]
+    return [(j.status, j.message) for j in found]
 
 
 def first_failure(name: str, impl) -> str:

@@ -35,7 +35,8 @@ def _results(exercise, impl) -> tuple[list[tuple[str, str]], list[tuple[str, str
     for seed in SEEDS:
         for case in exercise.cases(seed):
             direct.append(exercise.judge(case, Outcome.capture(lambda: exercise.run(impl, pristine_copy(case)))))
-            graded.append(_judge(exercise, case, _outcome(exercise, proxy, pristine_copy(case))))
+            found = _judge(exercise, case, _outcome(exercise, proxy, pristine_copy(case)))
+            graded.append((found.status, found.message))
     return direct, graded
 
 

@@ -16,7 +16,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 from course_utils.checks import all_exercises
 from course_utils.lab.grading import folder
 from course_utils.lab.grading.grade import grade_exercise
-from course_utils.lab.grading.hidden import CASE_KEY_ENV, HiddenTests, keyed_exercise
+from course_utils.lab.grading.hidden import CASE_KEY_ENV, keyed_exercise
+from course_utils.lab.grading.plan import GradingPlan
 from course_utils.lab.grading.identify import defined_names, identify
 from course_utils.lab.grading.journal import job_key
 from course_utils.lab.grading.submissions import Submission, course_catalog
@@ -84,7 +85,8 @@ def test_a_decoy_handed_in_just_before_the_real_notebook_does_not_give_away_its_
     def score(key: str) -> float:
         keyed = keyed_exercise(exercise, key)
         proxy = InProcessProxy(keyed, answer)
-        return grade_exercise("stable_softmax", 2.0, keyed, lambda *a: proxy, [1, 2], HiddenTests(), {}).points
+        plan = GradingPlan({"stable_softmax": keyed}, (1, 2))
+        return grade_exercise("stable_softmax", 2.0, lambda *a: proxy, plan).points
 
     assert score(predicted) == 2.0  # the exploit works wherever the key is the decoy's hash
     _, jobs = _grade(tmp_path, monkeypatch)

@@ -16,6 +16,7 @@ from course_utils.checks import get_exercise
 from course_utils.checks.outcome import HIDDEN_SEEDS
 from course_utils.lab.grading.grade import grade_exercise
 from course_utils.lab.grading.hidden import HiddenTests
+from course_utils.lab.grading.plan import GradingPlan
 from course_utils.lab.grading.probe import decode_reply
 from grading_local import student
 from test_grader_path import InProcessProxy
@@ -60,7 +61,8 @@ class KernelLikeProxy(InProcessProxy):
 
 def _grade(fn, hidden: HiddenTests | None = None):
     proxy = KernelLikeProxy(SOFTMAX, fn)
-    return grade_exercise("stable_softmax", 2, SOFTMAX, lambda *a: proxy, list(HIDDEN_SEEDS), hidden or HiddenTests(), {})
+    plan = GradingPlan({"stable_softmax": SOFTMAX}, HIDDEN_SEEDS, hidden or HiddenTests())
+    return grade_exercise("stable_softmax", 2, lambda *a: proxy, plan)
 
 
 @pytest.mark.parametrize("channel", sorted(CHANNELS))

@@ -15,14 +15,14 @@ import torch
 
 from course_utils.checks import all_exercises, get_exercise
 from course_utils.checks.outcome import HIDDEN_SEEDS, passed_line
-from course_utils.lab.grading.cells import CellProblem
 from course_utils.lab.grading.class_report import class_counts, markdown, write_class_report
 from course_utils.lab.cli import build_parser
 from course_utils.lab.grading.feedback import describe_cell, problems
 from course_utils.lab.grading.grade import grade_exercise
 from course_utils.lab.grading.gradebook import feedback_text, summary_line, write_gradebook
 from course_utils.lab.grading.hidden import HiddenTests
-from course_utils.lab.results import ExerciseResult, SubmissionResult
+from course_utils.lab.grading.plan import GradingPlan
+from course_utils.lab.results import CellProblem, ExerciseResult, SubmissionResult
 from course_utils.lab.grading.canvas import canvas_export
 from course_utils.lab.grading.totals import assignment_points, student_totals
 from course_utils.lab.grading.submissions import CourseNotebook
@@ -56,7 +56,8 @@ def _student(source: str):
 
 def _grade(source: str, hidden: HiddenTests | None = None) -> ExerciseResult:
     proxy = InProcessProxy(SOFTMAX, _student(source))
-    return grade_exercise("stable_softmax", 2, SOFTMAX, lambda *a: proxy, list(HIDDEN_SEEDS), hidden or HiddenTests(), {})
+    plan = GradingPlan({"stable_softmax": SOFTMAX}, HIDDEN_SEEDS, hidden or HiddenTests())
+    return grade_exercise("stable_softmax", 2, lambda *a: proxy, plan)
 
 
 def test_a_failed_hidden_case_names_no_hidden_value_but_the_instructor_sees_it():
@@ -127,7 +128,7 @@ CLASS = [
     SubmissionResult("ann", "ann/10_pair.ipynb", PAIR, "ok", [_row("causal_mask", 1, 1), _row("stable_softmax", 0, 2,
                      "not_attempted", "not attempted")]),
     SubmissionResult("ben", "ben/00_welcome.ipynb", WELCOME, "ok", [_row("stable_softmax", 0, 2, mistake="no max shift")],
-                     notes=["cell 4: error: NameError: name 'x' is not defined"]),
+                     cells=[CellProblem(3, "error", "NameError: name 'x' is not defined")]),
     SubmissionResult("cat", "cat/10_pair.ipynb", PAIR, "timeout", [_row("causal_mask", 0, 1, mistake="inverted"),
                      _row("stable_softmax", 0, 2, "timeout", "ran past the 20 s time limit")]),
     SubmissionResult("dan", "dan.txt", "", "unreadable", [_row("", 0, 0, "unreadable", "invalid JSON")]),

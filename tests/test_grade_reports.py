@@ -12,12 +12,12 @@ from matplotlib.image import imread
 
 from course_utils.checks import all_exercises
 from course_utils.lab.grading.canvas import MATCHED_ON, canvas_export, guard, read_roster
-from course_utils.lab.grading.cells import CellProblem, blame_course
+from course_utils.lab.grading.cells import blame_course
 from course_utils.lab.grading.class_report import ExerciseCounts, chart, class_counts, markdown
-from course_utils.lab.grading.feedback import describe_cell, problems
+from course_utils.lab.grading.feedback import problems
 from course_utils.lab.grading.gradebook import feedback_text, write_gradebook
 from course_utils.lab.grading.submissions import course_catalog
-from course_utils.lab.results import ExerciseResult, SubmissionResult
+from course_utils.lab.results import CellProblem, ExerciseResult, SubmissionResult
 from course_utils.lab.grading.totals import student_totals
 from grading_fixtures import NAME, WELCOME, solution
 from nbformat.v4 import new_code_cell
@@ -26,8 +26,8 @@ import nbformat
 WELCOME_ONLY = {NAME: 2.0}
 
 
-def _result(student, rows, rel=None, notebook=NAME, status="ok", notes=()):
-    return SubmissionResult(student, rel or f"{student}/{NAME}", notebook, status, rows, list(notes))
+def _result(student, rows, rel=None, notebook=NAME, status="ok", cells=()):
+    return SubmissionResult(student, rel or f"{student}/{NAME}", notebook, status, rows, list(cells))
 
 
 def _row(points=0, status="ok", feedback="", mistake=""):
@@ -139,6 +139,6 @@ def test_an_error_in_a_cell_the_course_wrote_is_the_courses(tmp_path):
     edited = solution()
     edited.cells.insert(2, new_code_cell(planted + "  # changed"))
     assert blame_course(found[:1], edited, entry.course_cells)[0].kind == "error"  # the student rewrote it
-    result = _result("ann", [_row(2)], notes=[describe_cell(p) for p in blame_course(found[:2], handed_in, entry.course_cells)])
+    result = _result("ann", [_row(2)], cells=blame_course(found[:2], handed_in, entry.course_cells))
     assert problems(result) == ["cell error", "course cell error"]
     assert "cell 3: course error: AssertionError" in feedback_text("ann", [result])

@@ -19,7 +19,6 @@ from course_utils.checks import all_exercises
 from course_utils.checks.core import FAILED, PASSED, Outcome, pristine_copy
 from course_utils.checks.outcome import HIDDEN_SEEDS
 from course_utils.lab.grading.uses_reference import exercise_files
-from course_utils.lab.grading.feedback import matched_hint
 from course_utils.lab.grading.grade import _judge, _outcome
 from course_utils.lab.grading.kernel_code import snapshot_code
 from course_utils.lab.grading.probe import StudentProxy, decode_reply
@@ -55,16 +54,16 @@ def _cases(name: str, seed: int) -> tuple:
 
 def _verdicts(exercise, impl) -> tuple[list[str], list[str], list[str]]:
     """(the notebook check's statuses, the grader's statuses, the bank mistakes the grader's feedback
-    names, ``feedback.matched_hint``) for ``impl`` on every case of ``SEEDS``."""
+    names, ``Judgement.mistake``) for ``impl`` on every case of ``SEEDS``."""
     proxy = InProcessProxy(exercise, impl)
     direct, graded, named = [], [], []
     for seed in SEEDS:
         for case in _cases(exercise.name, seed):
             outcome = Outcome.capture(lambda: exercise.run(impl, pristine_copy(case)))
             direct.append(exercise.judge(case, outcome)[0])
-            status, message = _judge(exercise, case, _outcome(exercise, proxy, pristine_copy(case)))
-            graded.append(status)
-            named.append(matched_hint(exercise, case, message)[0])
+            found = _judge(exercise, case, _outcome(exercise, proxy, pristine_copy(case)))
+            graded.append(found.status)
+            named.append(found.mistake)
     return direct, graded, named
 
 

@@ -105,6 +105,48 @@ def test_the_layout_check_sees_a_planted_violation(tmp_path, relative, text, exp
     assert len(problems) == 1 and expected in problems[0], problems
 
 
+def release_imports_of_grading(package: Path) -> list[str]:
+    """Each import of ``<package>.lab.grading`` by a module under ``<package>/lab/release/``, in words: at the top,
+    inside a function (a lazy import is still an arrow), relative, or through ``importlib.import_module``."""
+    grading, found = f"{package.name}.lab.grading", []
+    for path in sorted((package / "lab" / "release").rglob("*.py")):
+        here = [package.name, *path.relative_to(package).parent.parts]  # the module's own package
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                module = ".".join([*base, *([node.module] if node.module else [])])
+                names = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+                names = [str(node.args[0].value)]
+            hit = next((n for n in names if n == grading or n.startswith(grading + ".")), None)
+            if hit:
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno} imports {hit}")
+    return found
+
+
+def test_release_never_imports_grading(tmp_path):
+    """The release wing (student version, workspace, exports) sits below the grader: grading may import it,
+    never the other way round, so ``course-lab progress`` lives in ``lab/grading/``."""
+    assert release_imports_of_grading(PACKAGE) == []
+    release = tmp_path / "course_utils" / "lab" / "release"
+    release.mkdir(parents=True)
+    (release / "fine.py").write_text("from course_utils.lab.results import SubmissionResult\nimport course_utils.lab\n")
+    (release / "planted.py").write_text(
+        "import importlib\n\n\ndef later():\n    from course_utils.lab.grading.folder import grade_folder\n"
+        "    from ..grading import feedback\n    from course_utils.lab import grading\n"
+        "    return importlib.import_module('course_utils.lab.grading.standing')\n")
+    assert release_imports_of_grading(tmp_path / "course_utils") == [
+        "course_utils/lab/release/planted.py:5 imports course_utils.lab.grading.folder",
+        "course_utils/lab/release/planted.py:6 imports course_utils.lab.grading",
+        "course_utils/lab/release/planted.py:7 imports course_utils.lab.grading",
+        "course_utils/lab/release/planted.py:8 imports course_utils.lab.grading.standing",
+    ]
+
+
 def _notebook_exercises(path: Path) -> list[str]:
     """The notebook's exercises in the order its check cells call them."""
     nb = read(path)

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from course_utils.lab.results import ExerciseResult
-from course_utils.lab.release.standing import _verdict, changed_notebooks, standing_lines
+from course_utils.lab.grading.standing import _verdict, changed_notebooks, standing_lines
 from course_utils.lab.release.workspace import update_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
     "row, verdict",
     [
         (ExerciseResult("f", 2, 2, "ok", "passed"), "✅ passed"),
-        (ExerciseResult("f", 0, 2, "ok", "not attempted: `f` still raises NotImplementedError"), "⏳ not attempted yet"),
+        (ExerciseResult("f", 0, 2, "not_attempted", "not attempted"), "⏳ not attempted yet"),
+        (ExerciseResult("f", 0, 2, "not_defined", "the notebook defines no `f`"), "⏳ not attempted yet"),
+        # the status says what happened, never the text: a hint that mentions the stub is still a wrong answer
+        (ExerciseResult("f", 0, 2, "ok", "not attempted the max: NotImplementedError is not it"),
+         "❌ not attempted the max: NotImplementedError is not it"),
         (ExerciseResult("f", 0, 2, "ok", "softmax over the wrong axis: normalise over dim=-1\nmore"),
          "❌ softmax over the wrong axis: normalise over dim=-1"),
         (ExerciseResult("f", 0, 2, "timeout", ""), "❌ timeout"),
@@ -73,7 +77,7 @@ def _course_and_copy(tmp_path, names=("00_welcome.ipynb",)):
 
 def test_a_verdict_is_kept_by_the_notebooks_hash_and_a_cell_that_raises_is_named(tmp_path, monkeypatch):
     import course_utils.lab.grading.folder as folder_module
-    from course_utils.lab.release import verdict_cache
+    from course_utils.lab.grading import verdict_cache
 
     graded, first_run = [], []
     real = folder_module.grade_folder

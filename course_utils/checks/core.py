@@ -11,7 +11,7 @@ the precision it teaches (``tolerance``, a key of ``course_utils.tolerances.TEAC
 the reference runs first, on its own copy of the inputs; the student's function gets another copy,
 so a function that works in place cannot change the expected answer (it gets a friendly note). An
 exception in the student's code comes back as one line naming the line of their code and a hint.
-The grader reuses the same pieces, but calls ``run`` inside the student's kernel and ``judge`` in
+The grader reuses the same pieces, but calls ``run`` inside the student's kernel and ``diagnose`` in
 its own process, so nothing a student redefines can change a verdict.
 
 Leaves out: running a student's call and describing its error (``outcome``), comparing answers
@@ -71,6 +71,17 @@ class Alternative:
 
     name: str
     impl: Callable
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One case judged (``Exercise.diagnose``): its status, the message, and what the answer matched:
+    a bank mistake's ``mistake`` name and ``hint``, or a property's ``hint`` (no name)."""
+
+    status: str
+    message: str = ""
+    mistake: str = ""
+    hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -212,27 +223,32 @@ class Exercise:
         Pass ``expected`` (with ``have_expected=True``) when it was computed before the student ran;
         otherwise it is computed here from a pristine copy of the case.
         """
+        found = self.diagnose(case, outcome, expected, have_expected)
+        return found.status, found.message
+
+    def diagnose(self, case: Case, outcome: Outcome, expected: Any = None, have_expected: bool = False) -> Judgement:
+        """``judge``'s verdict as data: also the bank mistake or the property the answer matched."""
         if outcome.error_type == "NotImplementedError":
-            return NOT_ATTEMPTED, NOT_ATTEMPTED_MESSAGE
+            return Judgement(NOT_ATTEMPTED, NOT_ATTEMPTED_MESSAGE)
         if outcome.error_type is not None:
-            return ERROR, f"{outcome.describe_error()} (case: {case.label})"
+            return Judgement(ERROR, f"{outcome.describe_error()} (case: {case.label})")
         if not have_expected:
             expected = self.expected(case)
         mismatch = self.matches(expected, outcome.value)
         if mismatch is None:
-            return PASSED, ""
+            return Judgement(PASSED)
         for mistake in self.mistakes:
             wrong = Outcome.capture(lambda: self.run(mistake.impl, pristine_copy(case)))
             if wrong.error_type is None and self.matches(wrong.value, outcome.value) is None:
-                return FAILED, f"{mistake.hint} (case: {case.label})"
+                return Judgement(FAILED, f"{mistake.hint} (case: {case.label})", mistake.name, mistake.hint)
         for prop in self.properties:
             try:
                 holds = bool(prop.holds(case, outcome.value))
             except Exception:
                 holds = False
             if not holds:
-                return FAILED, f"{prop.hint} (case: {case.label})"
-        return FAILED, f"{mismatch} (case: {case.label})"
+                return Judgement(FAILED, f"{prop.hint} (case: {case.label})", hint=prop.hint)
+        return Judgement(FAILED, f"{mismatch} (case: {case.label})")
 
     def verdict(self, results: Sequence[tuple[str, str]], notes: Sequence[str] = (), seed: int = 0) -> Verdict:
         """Fold per-case results into one verdict: the first failure wins, else a pass line (``passed_line``)."""

@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
+from course_utils.lab.grading.standing import add_command as add_progress_command
 from course_utils.lab.limits import DEFAULTS, HIDDEN_SEEDS
 from course_utils.lab.release.notebook_diff import add_command as add_diff_command
 from course_utils.lab.release.release import ReleaseError, release
-from course_utils.lab.release.standing import add_command as add_progress_command
 from course_utils.lab.release.workspace import add_command as add_update_command
 
 

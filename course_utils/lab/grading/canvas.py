@@ -9,7 +9,7 @@ gives), each student is matched to the roster **by SIS Login ID = the submission
 User ID``, login and ``Section``; students the roster lacks are listed (``CanvasExport.unmatched``).
 
 Canvas's import rules, and a spreadsheet's, both hold: every field is quoted and on one line
-(``gradebook.one_line``); a name that starts (after
+(``student_text.one_line``); a name that starts (after
 spaces or a tab) with ``=``, ``+``, ``-`` or ``@`` gets a leading apostrophe, but a login never does
 (Canvas would not match it): a login that is not plainly safe is left out (the row is matched by
 the roster's ID, or not at all, and said so); a student whose name is one of Canvas's own row names
@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_utils.lab.grading.student_text import one_line
 from course_utils.lab.grading.totals import StudentTotal
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -85,8 +86,6 @@ def canvas_export(
 ) -> CanvasExport:
     """The Canvas CSV's rows for ``totals``, one column per assignment notebook, matched to ``roster``."""
     stems = [nb.removesuffix(".ipynb") for nb in assignment]
-    from course_utils.lab.grading.gradebook import one_line  # (gradebook imports this module)
-
     possible = ["Points Possible", "", "", "", ""] + [f"{p:g}" for p in assignment.values()]
     export = CanvasExport([CANVAS_COLUMNS + stems, possible])
     for total in totals.values():

@@ -7,7 +7,8 @@ cell that raises does not stop later cells) inside the submission's total time b
 ``_CappedClient``), and records per cell what went wrong (``CellProblem``). After each cell that
 defines a watched name, the kernel remembers that definition (``kernel_code.snapshot_code``).
 
-Leaves out: starting the kernel and sending probes (``kernel.py``).
+Leaves out: starting the kernel and sending probes (``kernel.py``, which never imports this module:
+the grader hands the started kernel to ``run_cells``), and how a problem is told (``feedback.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import hashlib
 import math
 import re
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import nbformat
@@ -26,18 +26,10 @@ from nbclient.exceptions import DeadKernelError
 
 from course_utils.lab.grading.kernel_code import snapshot_code
 from course_utils.lab.limits import GRACE_S
+from course_utils.lab.results import CellProblem
 
 if TYPE_CHECKING:
     from course_utils.lab.grading.kernel import SubmissionKernel
-
-
-@dataclass
-class CellProblem:
-    """Something that went wrong in one cell, for the feedback file."""
-
-    index: int
-    kind: str  # "error", "course_error", "timeout", "total_timeout", "output_truncated", "kernel_died"
-    detail: str
 
 
 class _CappedClient(NotebookClient):
@@ -135,7 +127,16 @@ async def run_cells(kernel: SubmissionKernel, nb: nbformat.NotebookNode, watch: 
     """Run every code cell in order; return what went wrong. ``kernel.dead`` is set if the kernel died.
 
     After each cell that defines (``def``/``class`` at top level) a name in ``watch``, the
-    kernel remembers that definition (``kernel_code.snapshot_code``)."""
+    kernel remembers that definition (``kernel_code.snapshot_code``). Then the grader stops listening
+    to the kernel's output (``SubmissionKernel.stop_listening``): nothing the kernel prints later (a
+    thread that keeps writing, say) reaches the grader, whose probes read only the shell channel."""
+    try:
+        return await _run_cells(kernel, nb, watch)
+    finally:
+        kernel.stop_listening()
+
+
+async def _run_cells(kernel: SubmissionKernel, nb: nbformat.NotebookNode, watch: list[str]) -> list[CellProblem]:
     defines = {name: re.compile(rf"^(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE) for name in watch}
     client = _CappedClient(
         nb,

@@ -10,9 +10,10 @@ text (case label, message, expected values) goes to ``ExerciseResult.detail``: t
 gradebook shows it, and the student's feedback file does only with ``--release-hidden``.
 
 ``problems(result)`` names what went wrong in one submission (cells that raised or ran out of
-time, exercises not graded normally); the feedback file lists exactly these, and the summary
-counts them (``summary_line``), so the two always agree. Cell numbers count every cell from 1, top
-to bottom, as JupyterLab's status bar does.
+time, exercises not graded normally), from its data (statuses, ``CellProblem`` kinds), never from
+its text; the feedback file lists exactly these, and the summary counts them (``summary_line``), so
+the two always agree. ``describe_cell`` is where a cell problem becomes text; cell numbers count
+every cell from 1, top to bottom, as JupyterLab's status bar does.
 
 Leaves out: running the tests (``grade.py``) and writing the files (``gradebook.py``).
 """
@@ -20,15 +21,12 @@ Leaves out: running the tests (``grade.py``) and writing the files (``gradebook.
 from __future__ import annotations
 
 import builtins
-import re
 
-from course_utils.checks.core import Case, Exercise
 from course_utils.checks.outcome import Outcome, error_hint
-from course_utils.lab.grading.cells import CellProblem
-from course_utils.lab.results import SubmissionResult
+from course_utils.lab.results import CellProblem, SubmissionResult
 from course_utils.lab.status import Status
 
-CELL_KINDS = {  # a CellProblem's kind -> the problem it is, as listed and counted
+CELL_KINDS = {  # a CellProblem's kind (``results.CELL_KINDS``) -> the problem it is, as listed and counted
     "error": "cell error",
     "course_error": "course cell error",  # a cell as the course wrote it raised: the course's, not the student's
     "timeout": "cell timeout",
@@ -36,7 +34,6 @@ CELL_KINDS = {  # a CellProblem's kind -> the problem it is, as listed and count
     "output_truncated": "output truncated",
     "kernel_died": "kernel died",
 }
-_CELL_NOTE = re.compile(r"^cell \d+: ([a-z ]+): ")
 HIDDEN_RAISE = "its message and line are not shown for a hidden case"
 # the names a hidden case's exception may be told by: Python's own, never one a notebook made
 BUILTIN_ERRORS = frozenset(
@@ -53,27 +50,11 @@ def problems(result: SubmissionResult) -> list[str]:
     """What went wrong in ``result``, each named once, sorted: ``['cell error', 'timeout']``.
 
     Every exercise status other than ``ok`` and ``not_attempted`` counts (a wrong answer is ``ok``: graded), and
-    every cell problem in the notes (``describe_cell``)."""
+    the kind of every cell problem (``result.cells``)."""
     graded = (Status.OK, Status.NOT_ATTEMPTED)  # an answer, right, wrong or not yet written: no problem of the run
     found = {str(e.status).replace("_", " ") for e in result.exercises if e.status not in graded}
-    for note in result.notes:
-        match = _CELL_NOTE.match(note)
-        if match:
-            kind = match.group(1).replace(" ", "_")
-            found.add(CELL_KINDS.get(kind, match.group(1)))
+    found |= {CELL_KINDS[problem.kind] for problem in result.cells}
     return sorted(found)
-
-
-def matched_hint(exercise: Exercise, case: Case, message: str) -> tuple[str, str]:
-    """(mistake name, hint) when ``Exercise.judge``'s ``message`` for ``case`` is a bank mistake's hint,
-    ("", hint) for a property's hint, ("", "") for anything else (a mismatch, which shows values)."""
-    for mistake in exercise.mistakes:
-        if message == f"{mistake.hint} (case: {case.label})":
-            return mistake.name, mistake.hint
-    for prop in exercise.properties:
-        if message == f"{prop.hint} (case: {case.label})":
-            return "", prop.hint
-    return "", ""
 
 
 def hidden_failure(k: int, n: int, hint: str = "", outcome: Outcome | None = None, function: str = "") -> str:

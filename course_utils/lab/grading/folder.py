@@ -27,6 +27,7 @@ from course_utils.checks import all_exercises
 from course_utils.lab.grading.hidden import case_key, load_hidden_tests
 from course_utils.lab.grading.journal import Journal, digest_files, job_key, read_journal
 from course_utils.lab.limits import Limits
+from course_utils.lab.grading.plan import check_seeds
 from course_utils.lab.grading.pool import WorkerPool
 from course_utils.lab.results import ExerciseResult, SubmissionResult, zero_rows
 from course_utils.lab.grading.sandbox import cgroups_writable, sweep_stale_cgroups
@@ -123,6 +124,7 @@ def grade_folder(
     """Grade every submission in ``folder``; always one ``SubmissionResult`` per submitted file."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
+    seeds = check_seeds(seeds)  # a bad seed stops here, not as a grader error in every row
     catalog = course_catalog(source)
     load_hidden_tests(hidden_tests, set(all_exercises()))  # fail before grading if a test file is broken
     run = FolderRun([])

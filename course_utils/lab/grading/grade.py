@@ -1,10 +1,13 @@
 """Grade one submitted notebook: run it in a sandboxed kernel, then judge each exercise here.
 
-For each exercise listed (with its points) for the notebook, the graded tests are the public
-cases (``cases(0)``), the same exercise on hidden seeds (``cases(1)``, ``cases(2)`` by default),
-then any instructor tests from ``--hidden-tests``. Each case calls the student's function in the
-kernel through a ``StudentProxy``; the expected value and the verdict are computed in this process
-with ``Exercise.judge``. An exercise scores its full points when every graded test passes, else 0.
+What to judge by (the checks, hidden seeds, instructor tests, checks files) is one ``GradingPlan``
+(``plan.py``), built once per job and passed down. For each exercise listed (with its points) for
+the notebook, the graded tests are the public cases (``cases(0)``), the same exercise on hidden seeds
+(``cases(1)``, ``cases(2)`` by default), then any instructor tests from ``--hidden-tests``. Each case
+calls the student's function in the kernel through a ``StudentProxy``; the expected value and the
+verdict are computed in this process with ``Exercise.diagnose``, which says as data which bank
+mistake or property the answer matched (nothing here reads a message back). An exercise scores its
+full points when every graded test passes, else 0.
 
 Before the cases, an object that is the course's own code (``uses_reference.is_course_code``) gets
 status ``uses_reference``, 0 points; an object imported from elsewhere is ``not_defined``. (Code
@@ -32,12 +35,12 @@ from typing import Callable
 
 import nbformat
 
-from course_utils.checks.core import NOT_ATTEMPTED, PASSED, Exercise, Outcome
+from course_utils.checks.core import FAILED, NOT_ATTEMPTED, PASSED, Exercise, Judgement, Outcome
 from course_utils.lab.grading.uses_reference import is_course_code, reference_codes
-from course_utils.lab.grading.cells import blame_course
-from course_utils.lab.grading.feedback import describe_cell, hidden_failure, matched_hint
-from course_utils.lab.grading.hidden import HiddenTests
+from course_utils.lab.grading.cells import blame_course, run_cells
+from course_utils.lab.grading.feedback import describe_cell, hidden_failure
 from course_utils.lab.grading.kernel import KernelDied, ProbeTimeout, SubmissionKernel
+from course_utils.lab.grading.plan import GradingPlan
 from course_utils.lab.limits import Limits
 from course_utils.lab.grading.probe import (
     NotDefined,
@@ -46,7 +49,7 @@ from course_utils.lab.grading.probe import (
     StudentProxy,
     StudentRaised,
 )
-from course_utils.lab.results import ExerciseResult
+from course_utils.lab.results import CellProblem, ExerciseResult
 from course_utils.lab.status import Status
 
 
@@ -70,27 +73,27 @@ def _outcome(exercise: Exercise, proxy: StudentProxy, case) -> Outcome:
         return _raised(exc)
 
 
-def _judge(exercise: Exercise, case, outcome: Outcome) -> tuple[str, str]:
+def _judge(exercise: Exercise, case, outcome: Outcome) -> Judgement:
     try:
-        return exercise.judge(case, outcome)
+        return exercise.diagnose(case, outcome)
     except Exception as exc:  # an answer so odd the comparison itself fails
-        return (
-            "failed",
+        return Judgement(
+            FAILED,
             f"the grader could not compare your answer ({type(exc).__name__}: {str(exc)[:120]}) (case: {case.label})",
         )
 
 
-def _failed(name: str, max_points: float, ex: Exercise, case, outcome: Outcome, message: str, label: str,
+def _failed(name: str, max_points: float, ex: Exercise, outcome: Outcome, found: Judgement, label: str,
             k: int, n: int, own: bool) -> ExerciseResult:
     """The row for a failed case: told in full on a public case (``k`` 0), as ``hidden case k of n`` on a
-    hidden one (``feedback.hidden_failure``), the full text kept for the instructor. ``own``: ``ex`` is
-    the course's exercise (its bank's mistake is recorded), not an instructor's."""
-    mistake, hint = matched_hint(ex, case, message)
-    full = f"{message} [{label}]"
-    mistake = mistake if own else ""
+    hidden one (``feedback.hidden_failure``, with the hint of the mistake or property ``found``), the
+    full text kept for the instructor. ``own``: ``ex`` is the course's exercise (its bank's mistake is
+    recorded), not an instructor's."""
+    full = f"{found.message} [{label}]"
+    mistake = found.mistake if own else ""
     if not k:
         return ExerciseResult(name, 0, max_points, Status.OK, full, mistake=mistake)
-    text = hidden_failure(k, n, hint, outcome if outcome.error_type is not None else None, ex.expected_name)
+    text = hidden_failure(k, n, found.hint, outcome if outcome.error_type is not None else None, ex.expected_name)
     return ExerciseResult(name, 0, max_points, Status.OK, text, detail=full, mistake=mistake)
 
 
@@ -101,24 +104,17 @@ def _instructor_fault(name: str, max_points: float, k: int, n: int, exc: Excepti
     return ExerciseResult(name, 0, max_points, Status.OK, hidden_failure(k, n), detail)
 
 
-def grade_exercise(
-    name: str,
-    max_points: float,
-    exercise: Exercise,
-    make_proxy: Callable,
-    seeds: list[int],
-    hidden: HiddenTests,
-    files: dict[str, str],
-) -> ExerciseResult:
-    """Run every graded test for one exercise; ``KernelDied`` propagates to the caller.
+def grade_exercise(name: str, max_points: float, make_proxy: Callable, plan: GradingPlan) -> ExerciseResult:
+    """Run every graded test of ``plan.registry[name]``; ``KernelDied`` propagates to the caller.
 
     Hidden tests (every case but the public ones) are numbered 1..n in the order they run; a failure
     on one is told to the student without its inputs or values (``_failed``)."""
+    exercise, seeds = plan.registry[name], plan.seeds
     groups = [
-        (exercise, seed, "public check" if seed == 0 else f"hidden case, seed {seed}", files.get(name))
+        (exercise, seed, "public check" if seed == 0 else f"hidden case, seed {seed}", plan.files.get(name))
         for seed in (0, *seeds)
     ]
-    extra_exercises, functions = hidden.for_exercise(name)
+    extra_exercises, functions = plan.hidden.for_exercise(name)
     groups += [(extra, 0, f"instructor test {Path(path).name}", path) for extra, path in extra_exercises]
     fn_name = exercise.expected_name
     tested = k = 0
@@ -152,7 +148,7 @@ def grade_exercise(
                 k += not (own and seed == 0)
                 try:
                     outcome = _outcome(ex, proxy, case)
-                    status, message = _judge(ex, case, outcome)
+                    found = _judge(ex, case, outcome)
                 except (NotDefined, ProbeFailed):
                     raise
                 except Exception as exc:  # an instructor's exercise whose own run fails on this answer
@@ -164,10 +160,10 @@ def grade_exercise(
                     full = f"`{fn_name}` {exc} (case: {case.label})"
                     return ExerciseResult(name, 0, max_points, Status.TIMEOUT, f"`{fn_name}` {exc} ({where})", full)
                 tested += 1
-                if status == NOT_ATTEMPTED:
+                if found.status == NOT_ATTEMPTED:
                     return ExerciseResult(name, 0, max_points, Status.NOT_ATTEMPTED, "not attempted")
-                if status != PASSED:
-                    return _failed(name, max_points, ex, case, outcome, message, label, k, n, own)
+                if found.status != PASSED:
+                    return _failed(name, max_points, ex, outcome, found, label, k, n, own)
         proxy = make_proxy(fn_name, None, watch)
         for test in functions:
             k += 1
@@ -223,25 +219,19 @@ def grade_exercise(
 
 
 def _grade_all(
-    points: dict[str, float],
-    registry: dict[str, Exercise],
-    make_proxy: Callable,
-    seeds: list[int],
-    hidden: HiddenTests,
-    files: dict[str, str],
-    dead_reason: str | None,
+    points: dict[str, float], plan: GradingPlan, make_proxy: Callable, dead_reason: str | None
 ) -> list[ExerciseResult]:
     results = []
     for name, max_points in points.items():
         if dead_reason is not None:
             results.append(ExerciseResult(name, 0, max_points, Status.KERNEL_DIED, dead_reason))
             continue
-        if name not in registry:
+        if name not in plan.registry:
             missing = f"no check found for exercise {name!r}"
             results.append(ExerciseResult(name, 0, max_points, Status.GRADER_ERROR, missing))
             continue
         try:
-            results.append(grade_exercise(name, max_points, registry[name], make_proxy, seeds, hidden, files))
+            results.append(grade_exercise(name, max_points, make_proxy, plan))
         except KernelDied as exc:
             dead_reason = f"the kernel died while grading {name}: {exc}"
             results.append(ExerciseResult(name, 0, max_points, Status.KERNEL_DIED, dead_reason))
@@ -251,30 +241,27 @@ def _grade_all(
 async def grade_notebook(
     nb: nbformat.NotebookNode,
     points: dict[str, float],
-    registry: dict[str, Exercise],
+    plan: GradingPlan,
     limits: Limits,
-    seeds: list[int],
-    hidden: HiddenTests,
-    files: dict[str, str],
     secrets: list[str] = (),
     course: frozenset = frozenset(),
-) -> tuple[str, list[ExerciseResult], list[str]]:
-    """Run ``nb`` in a fresh sandboxed kernel and grade it: (status, per-exercise results, notes).
+) -> tuple[str, list[ExerciseResult], list[CellProblem]]:
+    """Run ``nb`` in a fresh sandboxed kernel and grade it by ``plan``: (status, per-exercise results,
+    what went wrong in the cells).
 
     ``secrets``: grader folders the kernel must not see even if they lie under a folder it reads;
     ``course``: digests of the cells an error in which is the course's (``cells.blame_course``)."""
     async with SubmissionKernel(limits, secrets) as kernel:
-        watch = sorted({registry[name].expected_name for name in points if name in registry})
-        problems = blame_course(await kernel.run_notebook(nb, watch), nb, course)
+        watch = sorted({plan.registry[name].expected_name for name in points if name in plan.registry})
+        problems = blame_course(await run_cells(kernel, nb, watch), nb, course)
         loop = asyncio.get_running_loop()
         dead = next((describe_cell(p) for p in problems if p.kind == "kernel_died"), None)
 
         def make_proxy(fn_name: str, runner, watch=None):
             return StudentProxy(kernel, loop, fn_name, runner, watch)
 
-        results = await asyncio.to_thread(_grade_all, points, registry, make_proxy, seeds, hidden, files, dead)
+        results = await asyncio.to_thread(_grade_all, points, plan, make_proxy, dead)
         out_of_time = kernel.remaining() <= 0  # a graded call that timed out then hit the total limit
-    notes = [describe_cell(p) for p in problems]
     statuses = {r.status for r in results}
     kinds = {p.kind for p in problems}
     if Status.KERNEL_DIED in statuses or "kernel_died" in kinds:
@@ -287,4 +274,4 @@ async def grade_notebook(
         status = Status.TIMEOUT
     else:
         status = Status.OK
-    return status, results, notes
+    return status, results, problems

@@ -15,7 +15,7 @@ Cells that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-
 spaces or a tab too) get a leading apostrophe (``canvas.guard``).
 
 Everything a student can influence (names, file names, exception messages, printed output) goes
-through ``one_line`` first: control and invisible formatting characters (terminal escapes, bidi
+through ``student_text.one_line`` first: control and invisible formatting characters (terminal escapes, bidi
 overrides) are removed and line breaks become ``⏎``, so no text can start a new CSV record, a new
 Markdown line, a heading or another student's section; in the Markdown, ``<`` and ``[`` are
 escaped too (no raw HTML, no links) outside code spans (where Markdown shows a
@@ -32,12 +32,12 @@ import os
 import re
 import shutil
 import tempfile
-import unicodedata
 from collections import Counter
 from pathlib import Path
 
 from course_utils.lab.grading.canvas import canvas_export, guard, write_canvas
-from course_utils.lab.grading.feedback import problems
+from course_utils.lab.grading.feedback import describe_cell, problems
+from course_utils.lab.grading.student_text import one_line
 from course_utils.lab.results import SubmissionResult
 from course_utils.lab.status import Status
 from course_utils.lab.grading.totals import StudentTotal, result_points, student_totals
@@ -54,12 +54,6 @@ COLUMNS = [
     "feedback_file",
 ]
 NOTE_CHARS = 2_000
-
-
-def one_line(text) -> str:
-    """``'a\nb\x1b[31m'`` -> ``'a ⏎ b[31m'``: one line, no control or invisible formatting characters."""
-    text = re.sub(r"\r\n|[\r\n\u2028\u2029\x85\x0b\x0c]", " ⏎ ", str(text)).replace("\t", " ")
-    return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
 
 
 _WHERE = re.compile(r"(?<=[A-Za-z0-9])((?:\[(?:-?\d+|'[^'\]]{0,40}')\])+)(?=[:,;)]|\s|$)")
@@ -198,8 +192,8 @@ def feedback_text(
                 f"- **{_md(ex.exercise or 'submission')}** ({ex.points:g}/{ex.max_points:g}, {_md(ex.status)}): "
                 f"{_md(text)}"
             )
-        if result.notes:
-            notes = "\n".join(one_line(note).replace("```", "`\u200b``") for note in result.notes)
+        if result.cells:
+            notes = "\n".join(one_line(describe_cell(p)).replace("```", "`\u200b``") for p in result.cells)
             if len(notes) > NOTE_CHARS:
                 notes = notes[:NOTE_CHARS] + f"\n… ({len(notes) - NOTE_CHARS:,} more characters not shown)"
             lines += ["", "Running the notebook:", "", "```", notes, "```"]

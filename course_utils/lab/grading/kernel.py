@@ -3,8 +3,8 @@
 ``SubmissionKernel`` starts a fresh kernel (``course_utils.lab.grading.boot``) inside a ``sandbox.Jail``
 (bubblewrap, its own uid and cgroup; the kernel protocol runs over unix sockets in the jail's
 socket folder, since the kernel has no network), or, with ``Limits(sandbox=False)``, as a plain
-process in an empty temporary folder. ``run_notebook(nb)`` runs every code cell within the limits
-(``cells.py``). ``send(code, expression)`` then runs a probe and returns the value of
+process in an empty temporary folder. The grader runs the notebook's cells in it (``cells.run_cells``),
+which then calls ``stop_listening``. ``send(code, expression)`` then runs a probe and returns the value of
 ``expression`` as text, with its own timeout; a kernel that ignores the interrupt is killed.
 The kernel's output is bounded in bytes (``limits.MAX_OUTPUT_MESSAGE_BYTES`` a message,
 ``OUTPUT_QUEUE_MESSAGES`` queued), no longer read once the cells have run, and in time by a watchdog
@@ -25,14 +25,12 @@ import threading
 import time
 from queue import Empty
 
-import nbformat
 import zmq
 import zmq.asyncio
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from nbclient.exceptions import DeadKernelError
 
 from course_utils.lab.grading.bounded import loads_bounded
-from course_utils.lab.grading.cells import CellProblem, run_cells
 from course_utils.lab.grading.cgroups import kill_cgroup
 from course_utils.lab.limits import (
     GRACE_S,
@@ -82,7 +80,7 @@ class _SandboxSpecs(KernelSpecManager):
 
 
 class SubmissionKernel:
-    """``async with SubmissionKernel(limits) as k: problems = await k.run_notebook(nb)``."""
+    """``async with SubmissionKernel(limits) as k: problems = await cells.run_cells(k, nb)``."""
 
     def __init__(self, limits: Limits, secrets: list[str] = ()):
         self.limits = limits
@@ -207,18 +205,11 @@ class SubmissionKernel:
         except Exception:
             pass
 
-    async def run_notebook(self, nb: nbformat.NotebookNode, watch: list[str] = ()) -> list[CellProblem]:
-        """Run every code cell in order; return what went wrong (``cells.run_cells``). ``self.dead`` is
-        set if the kernel died; a definition of a name in ``watch`` is remembered in the kernel.
-
-        Then the grader stops listening to the kernel's output: nothing the kernel prints later (a
-        thread that keeps writing, say) reaches the grader, whose probes read only the shell channel."""
-        try:
-            return await run_cells(self, nb, watch)
-        finally:
-            self.listening = False
-            if self.kc is not None:
-                self.kc.iopub_channel.close()
+    def stop_listening(self) -> None:
+        """Stop reading the kernel's output (iopub) for good: probes read only the shell channel."""
+        self.listening = False
+        if self.kc is not None:
+            self.kc.iopub_channel.close()
 
     async def send_quietly(self, code: str) -> None:
         """``send(code, "None")``, where a timeout or a dead kernel is not the caller's concern."""

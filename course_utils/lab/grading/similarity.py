@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
-from course_utils.lab.grading.gradebook import one_line, write_atomic
+from course_utils.lab.grading.gradebook import write_atomic
+from course_utils.lab.grading.student_text import one_line
 from course_utils.lab.grading.identify import AST_CELL_CHARS
 from course_utils.lab.grading.submissions import read_submission
 from course_utils.lab.grading.totals import student_totals

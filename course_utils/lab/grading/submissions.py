@@ -33,6 +33,7 @@ import nbformat
 from course_utils.checks import all_exercises
 from course_utils.lab.grading.bounded import loads_bounded
 from course_utils.lab.grading.cells import course_cells
+from course_utils.lab.grading.student_text import one_line
 from course_utils.lab.limits import MAX_JSON_DEPTH, MAX_NOTEBOOK_BYTES
 from course_utils.lab.status import Status
 
@@ -166,12 +167,10 @@ def find_submissions(folder: Path, warnings: list[str] | None = None) -> list[Su
 
 
 def distinct_students(found: list[Submission], warnings: list[str]) -> list[Submission]:
-    """``found`` with every student name distinct as the gradebook shows it (``gradebook.one_line``
+    """``found`` with every student name distinct as the gradebook shows it (``student_text.one_line``
     drops invisible characters, NFC joins accents): of names that differ only there, the first in
     order keeps its name, the others get `` (2)``, `` (3)``..., with a warning naming them all.
     ``ann`` and ``ann\u200b`` -> ``ann`` and ``ann (2)``."""
-    from course_utils.lab.grading.gradebook import one_line
-
     def shown(name: str) -> str:
         return unicodedata.normalize("NFC", one_line(name))
 

@@ -6,8 +6,8 @@ The folder grader keeps ``--jobs`` workers, so a fault while grading one submiss
 flood of output) costs only that submission's row, never the gradebook; the sandbox keeps the
 kernel from seeing or signalling the worker at all. A worker dies with the grader, and its own
 memory is capped (``limits.WORKER_MEMORY_MB``, a soft ``RLIMIT_DATA`` its kernels lift to theirs).
-A job file names the submission, its course notebook, points, limits and where to write the
-result (JSON, written atomically).
+A job file names the submission, its course notebook, points, limits, what to judge by (made into one
+``plan.GradingPlan``) and where to write the result (JSON, written atomically).
 
 Leaves out: choosing jobs and writing the gradebook (``folder.py``).
 """
@@ -21,10 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from course_utils.checks import all_exercises
-from course_utils.lab.grading.uses_reference import exercise_files
 from course_utils.lab.grading.grade import grade_notebook
-from course_utils.lab.grading.hidden import keyed_exercise, load_hidden_tests
+from course_utils.lab.grading.plan import plan_for_job
 from course_utils.lab.grading.boot import cap_own_data, die_with_parent
 from course_utils.lab.limits import WORKER_MEMORY_MB, Limits
 from course_utils.lab.results import SubmissionResult, zero_rows
@@ -42,24 +40,10 @@ def run_job(job: dict) -> SubmissionResult:
         result.status = Status.UNREADABLE
         result.exercises = zero_rows(points, Status.UNREADABLE, problem)
         return result
-    registry = all_exercises()
-    if job.get("case_key"):
-        registry = {name: keyed_exercise(ex, job["case_key"]) for name, ex in registry.items()}
-    hidden = load_hidden_tests(Path(job["hidden_tests"]) if job.get("hidden_tests") else None, set(registry))
-    status, rows, notes = asyncio.run(
-        grade_notebook(
-            nb,
-            points,
-            registry,
-            Limits(**job["limits"]),
-            job["seeds"],
-            hidden,
-            exercise_files(),
-            job.get("secrets", []),
-            frozenset(job.get("course_cells", [])),
-        )
-    )
-    result.status, result.exercises, result.notes = status, rows, notes
+    plan = plan_for_job(job)
+    limits, secrets, course = Limits(**job["limits"]), job.get("secrets", []), frozenset(job.get("course_cells", []))
+    status, rows, cells = asyncio.run(grade_notebook(nb, points, plan, limits, secrets, course))
+    result.status, result.exercises, result.cells = status, rows, cells
     result.seconds = round(time.monotonic() - start, 3)
     return result
 

@@ -29,7 +29,7 @@ from course_utils.lab.results import SubmissionResult
 from course_utils.lab.status import Status
 
 CACHE = ".course-progress-cache.json"
-FORMAT = 1  # bump when what is stored changes
+FORMAT = 2  # bump when what is stored changes (2: cell problems as data, not notes)
 
 
 @functools.lru_cache(maxsize=1)

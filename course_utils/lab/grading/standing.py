@@ -1,6 +1,6 @@
 """Where a student stands: ``course-lab progress`` runs the public checks on their own saved notebooks.
 
-It grades the student's copy (``notebooks/student``, see ``workspace.py``) with the grader itself, in
+It grades the student's copy (``notebooks/student``, see ``release/workspace.py``) with the grader itself, in
 the student's setting: no sandbox (it is their own code on their own machine), public cases only
 (the hidden ones are the instructor's), and only the notebooks they have changed since they got
 them, unless ``--all``: an untouched notebook is "not started" without running it (09 would train
@@ -13,13 +13,14 @@ the first being where JupyterLab's Run All stops, for example::
     03_attention   sdp_attention      ❌ softmax over queries: your softmax ...   0 / 2
     03_attention   cell 14 raises NameError: name 'scores' is not defined (Run All stops here)  `weights = ...`
 
-Nothing but the cache is written into the student's folder; the grading happens on a copy in a
-temporary folder.
+The lines are written from the results' data (``results.py``: each row's status, each
+``CellProblem``), never from their text. Nothing but the cache is written into the student's
+folder; the grading happens on a copy in a temporary folder. It lives with the grader, which it
+runs; the release wing (the student's workspace) never imports the grader.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 import tempfile
@@ -27,12 +28,13 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.lab.release.verdict_cache import VerdictCache, cache_key
+from course_utils.lab.grading.verdict_cache import VerdictCache, cache_key
 from course_utils.lab.release.workspace import find_notebook, read_manifest, student_notebooks, untouched
+from course_utils.lab.results import CellProblem, ExerciseResult
 from course_utils.lab.status import Status
 
 STUDENT = "you"
-_CELL_NOTE = re.compile(r"^cell (\d+): (error|timeout|total timeout|kernel died): (.*)$", re.DOTALL)
+SHOWN = ("error", "timeout", "total_timeout", "kernel_died")  # the cell problems a line is written for
 
 
 def changed_notebooks(folder: Path) -> list[str]:
@@ -41,11 +43,10 @@ def changed_notebooks(folder: Path) -> list[str]:
     return [n for n in student_notebooks(folder) if not untouched(Path(folder) / n, handed_out.get(n))]
 
 
-def _verdict(row) -> str:
+def _verdict(row: ExerciseResult) -> str:
     if row.status == Status.OK and row.points >= row.max_points:
         return "✅ passed"
-    not_attempted = row.feedback.startswith("not attempted") or "NotImplementedError" in row.feedback
-    if row.status == Status.NOT_DEFINED or not_attempted:
+    if row.status in (Status.NOT_DEFINED, Status.NOT_ATTEMPTED):
         return "⏳ not attempted yet"
     first = row.feedback.strip().splitlines()[0] if row.feedback.strip() else row.status
     return "❌ " + (first if len(first) <= 70 else first[:69] + "…")
@@ -53,7 +54,7 @@ def _verdict(row) -> str:
 
 def _grade(folder: Path, names: list[str], source: Path, progress: bool) -> dict:
     """Grade ``names`` (copies, in a temporary folder): ``{file name: SubmissionResult}``."""
-    from course_utils.lab.grading.folder import grade_folder
+    from course_utils.lab.grading.folder import grade_folder  # imports torch: not at `course-lab` start
     from course_utils.lab.limits import Limits
 
     with tempfile.TemporaryDirectory(prefix="course-progress-") as tmp:
@@ -65,19 +66,19 @@ def _grade(folder: Path, names: list[str], source: Path, progress: bool) -> dict
     return {Path(r.submission).name: r for r in run.results}
 
 
-def _cell_lines(stem: str, notes: list[str], notebook: Path) -> list[str]:
+def _cell_lines(stem: str, found: list[CellProblem], notebook: Path) -> list[str]:
     """A line for each cell that raised or ran out of time: its number, the exception line, its first line."""
     try:
         cells = nbformat.read(str(notebook), as_version=4).cells
     except Exception:  # the verdict stands without the cells' first lines
         cells = []
     lines, first = [], True
-    for note in notes:
-        match = _CELL_NOTE.match(note)
-        if not match:
+    for problem in found:
+        if problem.kind not in SHOWN:
             continue
-        number, kind, detail = int(match.group(1)), match.group(2), match.group(3).strip().splitlines()[0]
-        what = f"raises {detail}" if kind == "error" else f"{kind}: {detail}"
+        number, kind = problem.index + 1, problem.kind.replace("_", " ")
+        detail = (problem.detail.strip().splitlines() or [""])[0]
+        what = f"raises {detail}" if problem.kind == "error" else f"{kind}: {detail}"
         where = " (Run All stops here)" if first else ""
         source = cells[number - 1].source.strip().splitlines() if 0 < number <= len(cells) else []
         start = f"  `{source[0][:40]}`" if source else ""
@@ -91,7 +92,7 @@ def standing_lines(
 ) -> list[str]:
     """The report: grade the student's changed notebooks (all with ``everything``; ``only`` those named:
     ``["03"]``) on their public cases, each verdict from the cache when the notebook has not changed."""
-    from course_utils.lab.grading.submissions import course_catalog
+    from course_utils.lab.grading.submissions import course_catalog  # imports torch: not at `course-lab` start
 
     folder, source = Path(folder), Path(source)
     if not folder.is_dir():
@@ -126,7 +127,7 @@ def standing_lines(
         for row in sorted(result.exercises, key=lambda r: order.get(r.exercise, len(order))):
             earned, possible = earned + row.points, possible + row.max_points
             lines.append(f"{stem:<32} {row.exercise:<26} {_verdict(row):<56} {row.points:g} / {row.max_points:g}")
-        lines += _cell_lines(stem, result.notes, folder / name)
+        lines += _cell_lines(stem, result.cells, folder / name)
     reused = len(chosen) - len(todo)
     cached = f"; {reused} unchanged since last checked, not run again" if reused else ""
     lines.append(
