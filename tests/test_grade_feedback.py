@@ -16,7 +16,7 @@ import torch
 from course_utils.checks import all_exercises, get_exercise
 from course_utils.checks.outcome import HIDDEN_SEEDS, passed_line
 from course_utils.lab.grading.class_report import class_counts, markdown, write_class_report
-from course_utils.lab.cli import build_parser
+from course_utils.lab.cli import build_parser, hidden_seeds
 from course_utils.lab.grading.feedback import describe_cell, problems
 from course_utils.lab.grading.grade import grade_exercise
 from course_utils.lab.grading.gradebook import feedback_text, summary_line, write_gradebook
@@ -111,9 +111,10 @@ def test_the_public_check_never_says_all_passed_while_hidden_cases_remain():
     assert "all" not in str(verdict) and verdict.passed
     assert SOFTMAX.check(_student(SHIFTED), seed=1).message == "passed all 4 cases"  # a hidden seed run on its own
     assert passed_line(3) == "passed the 3 public cases; 6 hidden cases remain to be graded"
-    seeds = next(a for a in build_parser()._subparsers._group_actions[0].choices["grade"]._actions
-                 if a.dest == "hidden_seeds").default
-    assert seeds == ",".join(map(str, HIDDEN_SEEDS))  # the grader runs what the check announces
+    default = next(a for a in build_parser()._subparsers._group_actions[0].choices["grade"]._actions
+                   if a.dest == "hidden_seeds").default
+    assert hidden_seeds(default) == list(HIDDEN_SEEDS)  # the grader runs what the check announces
+    assert hidden_seeds("3, 4") == [3, 4]
 
 
 def _row(exercise, points, best, status="ok", feedback="", mistake=""):

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from course_utils.lab.grading.standing import add_command as add_progress_command
-from course_utils.lab.limits import DEFAULTS, HIDDEN_SEEDS
+from course_utils.lab.limits import DEFAULTS
 from course_utils.lab.release.notebook_diff import add_command as add_diff_command
 from course_utils.lab.release.release import ReleaseError, release
 from course_utils.lab.release.workspace import add_command as add_update_command
@@ -74,7 +74,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     start = time.monotonic()
     source = Path(args.source) if args.source else default_source()
     try:
-        seeds = [int(s) for s in args.hidden_seeds.split(",") if s.strip()]
+        seeds = hidden_seeds(args.hidden_seeds)
         assignment = assignment_points(course_catalog(source), args.assignment)
         roster = read_roster(Path(args.roster)) if args.roster else None  # a bad roster stops before grading
         run = grade_folder(
@@ -115,6 +115,16 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if note:
         print(note)
     return 0
+
+
+def hidden_seeds(text: str | None) -> list[int]:
+    """``--hidden-seeds``' value as seeds: ``"3,4"`` -> ``[3, 4]``; none given -> the seeds the public checks
+    announce (``checks.outcome.HIDDEN_SEEDS``), read only when grading so that ``course-lab`` starts torch-free."""
+    if text is None:
+        from course_utils.checks.outcome import HIDDEN_SEEDS
+
+        return list(HIDDEN_SEEDS)
+    return [int(s) for s in text.split(",") if s.strip()]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,9 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     grd.add_argument(
         "--threads", type=int, default=d["threads"], help=f"torch/BLAS threads per kernel (default {d['threads']})"
     )
-    seeds = ",".join(map(str, HIDDEN_SEEDS))
     grd.add_argument(
-        "--hidden-seeds", default=seeds, help=f"seeds of the hidden cases, comma-separated (default {seeds})"
+        "--hidden-seeds", default=None,
+        help="seeds of the hidden cases, comma-separated (default: the checks' own, checks.outcome.HIDDEN_SEEDS)",
     )
     grd.add_argument(
         "--assignment",

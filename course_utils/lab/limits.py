@@ -70,7 +70,6 @@ class Limits:
         return replace(self, cell_timeout=float(cell_seconds), total_timeout=self.total() + cell_seconds)
 
 
-HIDDEN_SEEDS = (1, 2)  # the seeds of the grader's hidden cases (``course-lab grade --hidden-seeds``' default)
 DEFAULTS = {f.name: f.default for f in fields(Limits)}  # the CLI's defaults: DEFAULTS["cell_timeout"] -> 120.0
 
 
