@@ -55,7 +55,7 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     problem = isolation_problem()
     if problem and not args.no_sandbox:
         print(
-            f"course-lab grade: error: cannot isolate student code: {problem}. Install bubblewrap, or pass "
+            f"course-lab grade: error: cannot isolate student code: {problem}. Install what it names, or pass "
             "--no-sandbox to grade without isolation (only for code you trust).",
             file=sys.stderr,
         )
