@@ -26,8 +26,9 @@ def test_the_formula_by_hand():
     assert rms_norm(torch.tensor([[1e-8, 0.0]]), eps=1e-5).abs().max() < 1e-5  # ε inside the root keeps a tiny row tiny
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_equals_torch_rmsnorm(dtype):
+    """torch applies the gain before rounding back to bfloat16, Llama after: within bfloat16's tolerance."""
     x, w = _inputs(dtype)
     ours, theirs = RMSNorm(64, eps=1e-6).to(dtype), torch.nn.RMSNorm(64, eps=1e-6).to(dtype)
     with torch.no_grad():
@@ -35,8 +36,8 @@ def test_equals_torch_rmsnorm(dtype):
     rtol, atol = tolerance(dtype)
     torch.testing.assert_close(ours(x), theirs(x), rtol=rtol, atol=atol)
     torch.testing.assert_close(rms_norm(x, w, eps=1e-6), theirs(x), rtol=rtol, atol=atol)
-    unit = rms_norm(x, eps=0)  # no gain: every vector has root-mean-square 1
-    torch.testing.assert_close(unit.pow(2).mean(-1), torch.ones(3, 5, dtype=dtype), rtol=rtol, atol=atol)
+    unit = rms_norm(x, eps=0).double()  # no gain: every vector has root-mean-square 1
+    torch.testing.assert_close(unit.pow(2).mean(-1), torch.ones(3, 5, dtype=torch.float64), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
