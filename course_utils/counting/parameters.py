@@ -88,24 +88,25 @@ class ModelConfig:
     experts_per_token: int = 1
 
     def __post_init__(self) -> None:
+        who = type(self).__name__  # errors name the subclass (llama.LlamaConfig) when it is one
         for name in ("d_vocab", "n_ctx", "d_model", "n_layers", "n_heads", "n_experts", "experts_per_token"):
-            positive_int(f"ModelConfig.{name}", getattr(self, name))
+            positive_int(f"{who}.{name}", getattr(self, name))
         for name in ("n_kv_heads", "d_mlp"):
             if getattr(self, name) is not None:
-                positive_int(f"ModelConfig.{name}", getattr(self, name))
+                positive_int(f"{who}.{name}", getattr(self, name))
         for name, allowed in (("mlp", MLPS), ("norm", NORMS), ("positions", POSITIONS)):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"ModelConfig.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+                raise ValueError(f"{who}.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         for name in ("bias", "tie_embeddings"):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"ModelConfig.{name} must be a bool, got {getattr(self, name)!r}")
+                raise TypeError(f"{who}.{name} must be a bool, got {getattr(self, name)!r}")
         if self.d_model % self.n_heads:
-            raise ValueError(f"ModelConfig.d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+            raise ValueError(f"{who}.d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
         if self.n_heads % self.kv_heads:
-            raise ValueError(f"ModelConfig.n_heads={self.n_heads} must be divisible by n_kv_heads={self.kv_heads}")
+            raise ValueError(f"{who}.n_heads={self.n_heads} must be divisible by n_kv_heads={self.kv_heads}")
         if self.experts_per_token > self.n_experts:
             raise ValueError(
-                f"ModelConfig.experts_per_token={self.experts_per_token} must be <= n_experts={self.n_experts}"
+                f"{who}.experts_per_token={self.experts_per_token} must be <= n_experts={self.n_experts}"
             )
 
     @property

@@ -51,15 +51,26 @@ def swiglu(
 
 
 class SwiGLU(nn.Module):
-    """One SwiGLU expert as a module: ``SwiGLU(d_model=8, d_mlp=16)(torch.randn(3, 8))`` has shape (3, 8)."""
+    """A SwiGLU MLP as a module: ``SwiGLU(d_model=8, d_mlp=16)(torch.randn(3, 8))`` has shape (3, 8).
 
-    def __init__(self, d_model: int, d_mlp: int, init_std: float = 0.02):
+    One expert here, and the whole feed-forward of a Llama-style block (``course_utils.llama``; its
+    usual width is ``llama.swiglu_width(d_model)``). Weights normal with std ``init_std``, drawn
+    from ``generator`` when given (else torch's global random state, in the order gate, in, out).
+    """
+
+    def __init__(self, d_model: int, d_mlp: int, init_std: float = 0.02, generator: torch.Generator | None = None):
         super().__init__()
-        self.W_gate = nn.Parameter(torch.randn(d_model, d_mlp) * init_std)
-        self.W_in = nn.Parameter(torch.randn(d_model, d_mlp) * init_std)
-        self.W_out = nn.Parameter(torch.randn(d_mlp, d_model) * init_std)
+        self.d_model, self.d_mlp = positive_int("d_model", d_model), positive_int("d_mlp", d_mlp)
+        init_std = non_negative_number("init_std", init_std)
+        self.W_gate = nn.Parameter(torch.randn(d_model, d_mlp, generator=generator) * init_std)
+        self.W_in = nn.Parameter(torch.randn(d_model, d_mlp, generator=generator) * init_std)
+        self.W_out = nn.Parameter(torch.randn(d_mlp, d_model, generator=generator) * init_std)
 
     def forward(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
+        if not isinstance(x, Tensor) or x.ndim < 1 or x.shape[-1] != self.d_model:
+            raise ValueError(
+                f"x must have last dimension d_model={self.d_model}, got {getattr(x, 'shape', type(x).__name__)}"
+            )
         return swiglu(x, self.W_gate, self.W_in, self.W_out)
 
 
