@@ -299,6 +299,8 @@ NOT_ON_META = {
     **{f"gpt.checkpoint.{n}": "reads, writes or trains the course checkpoint: files and data"
        for n in ("corpus_tokens", "load_checkpoint", "main", "replay_first_steps", "save_checkpoint",
                  "seed_checkpoint", "small_gpt_tokenizer", "train_course_model")},
+    **{f"gpt.resume.{n}": "saves or restores a run's state: files and CPU generator states (torch.Generator)"
+       for n in ("capture_rng", "restore_rng", "save_training_state", "load_training_state", "restore_training_state")},
     **{f"gpt.gpt2_weights.{n}": "reads GPT-2 weight files or a transformers config: needs data"
        for n in ("convert_gpt2_state_dict", "gpt2_config", "gpt2_small_config", "load_gpt2", "load_gpt2_from_hub",
                  "read_weights")},
@@ -422,8 +424,8 @@ def test_every_public_core_callable_is_swept_or_listed_with_a_reason():
     missing = [name for module in core_modules() for name in public_callables(module)
                if name not in CALLS and name not in NOT_ON_META]
     assert not missing, f"add these to CALLS (a meta-device call) or NOT_ON_META (with the reason): {missing}"
-    stale = [name for name in (*CALLS, *NOT_ON_META) if name.split(".")[0] not in core_modules()
-             or name not in public_callables(name.split(".")[0])]
+    stale = [name for name in (*CALLS, *NOT_ON_META) if name.rpartition(".")[0] not in core_modules()
+             or name not in public_callables(name.rpartition(".")[0])]
     assert not stale, f"these entries name no public Core callable any more: {stale}"
 
 
