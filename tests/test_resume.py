@@ -178,3 +178,40 @@ def test_the_default_call_is_unchanged_and_writes_nothing(tmp_path, monkeypatch)
     plain = _run(None)
     assert list(tmp_path.iterdir()) == []
     assert plain == _run(tmp_path / "s.pt")
+
+
+def test_cuda_generators_are_saved_and_put_back_only_to_as_many_gpus(monkeypatch):
+    """The CUDA branch without a GPU: the states are captured per device and restored only where the count fits."""
+    from course_utils.gpt import resume
+
+    states, restored = [torch.arange(4, dtype=torch.uint8), torch.arange(4, 8, dtype=torch.uint8)], []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: list(states))
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", restored.append)
+    rng = resume.capture_rng(torch.Generator())
+    assert [s.tolist() for s in rng["cuda"]] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    resume.restore_rng(rng, torch.Generator())
+    assert len(restored) == 1 and torch.equal(restored[0][1], states[1])
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)  # saved on two GPUs, resumed on one: left alone
+    resume.restore_rng(rng, torch.Generator())
+    assert len(restored) == 1
+
+
+@pytest.mark.gpu
+def test_a_run_on_the_gpu_resumes(tmp_path):
+    """On CUDA the moments come back on the GPU and the resumed run follows the uninterrupted one."""
+    train_ids, val_ids = _data()
+    logs = []
+    for stop, resume_from, path in ((None, None, "whole.pt"), (N, None, "half.pt"), (None, "half.pt", "resumed.pt")):
+        model = GPT(GPTConfig(**MODEL))
+        model.reset_parameters(torch.Generator().manual_seed(0))
+        model = model.cuda()
+        logs.append(train(model, train_ids, val_ids, TrainConfig(**TRAIN), progress=False, stop_after=stop,
+                          resume_from=None if resume_from is None else tmp_path / resume_from,
+                          save_state_to=tmp_path / path))
+    whole, _, resumed = logs
+    assert resumed["lr"] == whole["lr"] and len(resumed["train_loss"]) == 2 * N
+    torch.testing.assert_close(torch.tensor(resumed["train_loss"]), torch.tensor(whole["train_loss"]),
+                               rtol=1e-5, atol=1e-5)
+    assert load_training_state(tmp_path / "resumed.pt")["rng"]["cuda"]  # the GPU's generator was saved
