@@ -96,12 +96,16 @@ def test_resuming_in_process_goes_on_from_the_saved_step_with_its_schedule(tmp_p
     log = _run(tmp_path / "resumed.pt", resume_from=tmp_path / "half.pt")
     assert log == whole
     assert log["lr"][N] == whole["lr"][N] != whole["lr"][0]  # the schedule goes on from step N, not from 0
+    _run(tmp_path / "a.pt", stop_after=2)  # a run in three calls: 2 steps, to N + 1, to the end
+    _run(tmp_path / "b.pt", stop_after=N + 1, resume_from=tmp_path / "a.pt")
+    assert load_training_state(tmp_path / "b.pt")["step"] == N + 1
+    assert _run(tmp_path / "c.pt", resume_from=tmp_path / "b.pt") == whole
 
 
 def test_resuming_with_another_config_is_refused(tmp_path):
     _run(tmp_path / "half.pt", stop_after=N)
     model = GPT(GPTConfig(**MODEL))
-    with pytest.raises(ValueError, match=r"another training config: \['max_lr'\] differ"):
+    with pytest.raises(ValueError, match=r"half.pt' was saved with another training config: \['max_lr'\] differ"):
         train(model, *_data(), TrainConfig(**{**TRAIN, "max_lr": 1e-2}), progress=False,
               resume_from=tmp_path / "half.pt")
     with pytest.raises(ValueError, match="W_E: checkpoint has shape"):

@@ -211,12 +211,11 @@ def train(
     log = {"lr": [], "train_loss": [], "eval_step": [], "val_loss": []}
     start = 0
     if resume_from is not None:
-        state = load_training_state(resume_from)
-        start = restore_training_state(state, model, optimizer, generator, cfg.to_dict(), repr(str(resume_from)))
+        state, source = load_training_state(resume_from), f"training state {str(resume_from)!r}"
         if set(state["log"]) != set(log):
-            raise ValueError(f"training state {str(resume_from)!r} has a log of {sorted(state['log'])}, "
-                             f"expected {sorted(log)}")
-        log = state["log"]
+            raise ValueError(f"{source} has a log of {sorted(state['log'])}, expected {sorted(log)}")
+        start = restore_training_state(state, model, optimizer, generator, cfg.to_dict(), source)
+        log = state["log"]  # the returned log holds the whole run's, from its first step
     model.train()
     # At most one redraw a second: each is a message on the kernel's output channel, and a long run
     # that sends more than its queue holds (1,000) can lose the cell's final "idle" message there.

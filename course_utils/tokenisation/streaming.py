@@ -19,7 +19,8 @@ a few words), and the ids of one block, whatever the length of the stream
 (tests/test_tokenisation_stream.py measures it; ``benchmarks/RESULTS_tokenisation.md`` on 50 MB).
 A stretch with no such place (a long run of digits, or Chinese text, which has no spaces) is held
 until one comes. The tokenizer's cache of encoded chunks grows with the distinct chunks, not the
-length, and is emptied at ``byte_bpe.CACHE_SIZE``. Leaves out: decoding a stream (an id can end in the middle of a UTF-8 character).
+length, and is emptied at ``byte_bpe.CACHE_SIZE``.
+Leaves out: decoding a stream (an id can end in the middle of a UTF-8 character).
 """
 
 from __future__ import annotations
