@@ -11,6 +11,7 @@ Modules:
 - ``training``: loss, batches, schedule, the training loop
 - ``optim``: AdamW, the schedule and clipping by hand
 - ``checkpoint``: the course's trained checkpoints
+- ``resume``: a training run's state, saved and restored
 - ``gpt2_weights``: GPT-2's weights in the course's class
 - ``capstone``: the student's parts assembled
 - ``gpu_profile``: the GPU training profile
@@ -43,6 +44,10 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "COURSE_CHECKPOINT", "SEED_CHECKPOINTS", "SEEDS", "SMALL_GPT_VOCAB_SIZE", "COURSE_MODEL", "FILES",
             "small_gpt_tokenizer", "corpus_tokens", "train_course_model", "seed_checkpoint", "replay_first_steps",
             "save_checkpoint", "load_checkpoint",
+        ],
+        "resume": [
+            "STATE_FORMAT", "capture_rng", "restore_rng", "save_training_state", "load_training_state",
+            "restore_training_state",
         ],
         "gpt2_weights": [
             "WEIGHT_FILES", "gpt2_config", "gpt2_small_config", "convert_gpt2_state_dict", "to_gpt2_state_dict",

@@ -10,7 +10,8 @@ The same recipe at seeds 1-4 (``SEEDS``) is committed in ``data/small_gpt_seeds/
 stored in float16 (``python -m course_utils.gpt.checkpoint --seeds 1 2 3 4``): claims notebook 09 makes
 about one run are tested on all five (``seed_checkpoint(seed)`` finds each; ``replay_first_steps``
 reruns the start of a seed's run, to prove a checkpoint comes from it).
-Leaves out optimiser state (the checkpoint is for using the model, not for resuming training).
+Leaves out optimiser state (the checkpoint is for using the model): a run that stops and resumes
+saves its whole state with ``resume.save_training_state`` (``training.train(..., save_state_to=...)``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ token from a count table of the previous one, add-α smoothed), ``evaluate`` (fi
 number is reproducible), and ``train`` (the fused model and loss of ``gpt_fused``, AdamW with weight
 decay on matrices only, gradient-norm clipping, a tqdm bar and an ``on_eval`` hook for a live curve).
 Everything is seeded; the model's device is used throughout. Saving and loading the result:
-``checkpoint.py``; how many threads to train with: ``threads.threads_for_load`` (importable from here too).
+``checkpoint.py``; stopping and resuming a run: ``resume.py`` (``train``'s ``save_state_to`` and
+``resume_from``); how many threads to train with: ``threads.threads_for_load`` (importable from here too).
 Leaves out mixed precision, gradient accumulation and distributed training.
 """
 
@@ -23,6 +24,7 @@ from course_utils.env.progress import progress_bar
 
 from course_utils.entropy import cross_entropy
 from course_utils.gpt.fused import fused_sequence_loss
+from course_utils.gpt.resume import load_training_state, restore_training_state, save_training_state
 from course_utils.env.threads import threads_for_load  # noqa: F401 (notebook 09 imports it from here)
 from course_utils.validate import int_in, int_tensor, integer, number, number_in, positive_int
 
@@ -176,6 +178,8 @@ def train(
     progress: bool = True,
     stop_after: int | None = None,
     loss_fn=None,
+    resume_from=None,
+    save_state_to=None,
 ) -> dict:
     """Train in place; returns the log: per-step ``lr``, ``train_loss``; per eval ``eval_step``, ``val_loss``.
 
@@ -186,6 +190,11 @@ def train(
     ``sequence_loss`` through one kernel each way (the same numbers up to float rounding; a step at
     nanoGPT's shape 153 ms instead of 181 on one thread, ``benchmarks/RESULTS_gpt.md``);
     ``loss_fn=sequence_loss`` trains with the readable one.
+    ``save_state_to`` (a path) writes the run's state when this call ends (``resume.save_training_state``);
+    ``resume_from`` (such a path) loads it into ``model`` and goes on from its step with the same ``cfg``,
+    ``stop_after`` still counting from the run's first step: ``train(..., stop_after=N, save_state_to=p)``
+    then ``train(..., resume_from=p)`` computes what one call does, bit for bit on the CPU. Resuming
+    also restores the global generators (torch, CUDA, ``random``, NumPy) as they were when it was saved.
     """
     if loss_fn is None:
         loss_fn = fused_sequence_loss
@@ -200,11 +209,18 @@ def train(
     generator = torch.Generator().manual_seed(cfg.seed)
     optimizer = make_optimizer(model, cfg)
     log = {"lr": [], "train_loss": [], "eval_step": [], "val_loss": []}
+    start = 0
+    if resume_from is not None:
+        state, source = load_training_state(resume_from), f"training state {str(resume_from)!r}"
+        if set(state["log"]) != set(log):
+            raise ValueError(f"{source} has a log of {sorted(state['log'])}, expected {sorted(log)}")
+        start = restore_training_state(state, model, optimizer, generator, cfg.to_dict(), source)
+        log = state["log"]  # the returned log holds the whole run's, from its first step
     model.train()
     # At most one redraw a second: each is a message on the kernel's output channel, and a long run
     # that sends more than its queue holds (1,000) can lose the cell's final "idle" message there.
     bar = progress_bar(
-        range(cfg.steps if stop_after is None else min(stop_after, cfg.steps)),
+        range(start, cfg.steps if stop_after is None else min(stop_after, cfg.steps)),
         desc="training",
         disable=not progress,
         mininterval=1.0,
@@ -228,4 +244,7 @@ def train(
             if on_eval is not None:
                 on_eval(log)
     model.eval()
+    if save_state_to is not None:
+        done = max(start, cfg.steps if stop_after is None else min(stop_after, cfg.steps))
+        save_training_state(save_state_to, model, optimizer, generator, done, log, cfg.to_dict())
     return log

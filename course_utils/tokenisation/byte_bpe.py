@@ -3,9 +3,11 @@
 Text is cut into chunks by a split pattern; each chunk's UTF-8 bytes start as single-byte tokens
 and the adjacent pair whose concatenation has the lowest rank is merged until no merge applies
 (ties: the leftmost pair). With GPT-2's, cl100k_base's or o200k_base's ranks the ids equal
-tiktoken's (tests/test_tokenisation_oracle.py). Each distinct chunk is encoded once and cached.
+tiktoken's (tests/test_tokenisation_oracle.py). Each distinct chunk is encoded once and cached (up to
+``CACHE_SIZE`` chunks: a text with more empties the cache and starts again, so a stream's memory stays bounded).
 
-Covers: train (via ``trainer.py``), encode, decode, special tokens, save/load, loading rank files.
+Covers: train (via ``trainer.py``), encode, decode, special tokens (checked and split by ``specials.py``),
+encoding a stream of text (``encode_iterable``, via ``streaming.py``), save/load, loading rank files.
 Leaves out: speed tricks beyond the chunk cache, and streaming decoders.
 Decoding invalid UTF-8 (e.g. half an emoji) gives U+FFFD, the replacement character;
 ``decode_bytes`` returns the raw bytes instead.
@@ -16,12 +18,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import regex
-
 from course_utils.tokenisation import rankfiles
 from course_utils.tokenisation.pretokenise import GPT2_PATTERN, compiled
+from course_utils.tokenisation.specials import check_special_tokens, split_specials
 
 FILE_FORMAT = "course-byte-bpe/1"  # the "format" field of a file written by ByteBPETokenizer.save
+CACHE_SIZE = 1 << 17  # distinct chunks kept encoded (the 5 MB corpus has far fewer)
 
 
 def encode_chunk_with_ranks(piece: bytes, ranks: dict[bytes, int]) -> list[int]:
@@ -62,6 +64,11 @@ class ByteBPETokenizer:
         self.pattern = pattern
         self.name = name
         self.special_tokens = dict(special_tokens or {})
+        check_special_tokens(list(self.special_tokens), "special_tokens' keys")
+        bad = [(s, i) for s, i in self.special_tokens.items() if not isinstance(i, int) or isinstance(i, bool) or i < 0]
+        if bad or len(set(self.special_tokens.values())) != len(self.special_tokens):
+            raise ValueError("special_tokens must map each token to its own non-negative int id, "
+                             f"got {bad or special_tokens}")
         self.decoder = {rank: tok for tok, rank in self.ranks.items()}
         if len(self.decoder) != len(self.ranks):
             raise ValueError("ranks: two tokens share one rank")
@@ -83,6 +90,8 @@ class ByteBPETokenizer:
         """Ids of one pre-tokenised chunk: with GPT-2's ranks ``b"tokenisation"`` -> ``(30001, 5612)``."""
         ids = self._cache.get(piece)
         if ids is None:
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.clear()
             ids = self._cache[piece] = self._merge(piece)
         return ids
 
@@ -115,11 +124,18 @@ class ByteBPETokenizer:
             raise ValueError(f"allowed_special: {sorted(unknown)} are not special tokens of {self.name}")
         if not allowed:
             return self.encode_ordinary(text)
-        splitter = regex.compile("(" + "|".join(regex.escape(s) for s in sorted(allowed, key=len, reverse=True)) + ")")
         out: list[int] = []
-        for i, part in enumerate(splitter.split(text)):
-            out.extend([self.special_tokens[part]] if i % 2 else self.encode_ordinary(part))
+        for part, special in split_specials(text, list(allowed)):
+            out.extend([self.special_tokens[part]] if special else self.encode_ordinary(part))
         return out
+
+    def encode_iterable(self, lines, allowed_special="none"):
+        """Ids of the text ``lines`` yields, yielded as it streams in: equal to
+        ``encode("".join(lines), allowed_special)``, holding only the text since the last place it could
+        cut (``streaming.encode_iterable``): ``list(tok.encode_iterable(open(path)))``."""
+        from course_utils.tokenisation.streaming import encode_iterable
+
+        return encode_iterable(self, lines, allowed_special)
 
     # -- decoding -------------------------------------------------------------------------------
     def decode_bytes(self, ids) -> bytes:
@@ -162,16 +178,26 @@ class ByteBPETokenizer:
         special_tokens: list[str] | None = None,
         progress: bool = False,
     ) -> "ByteBPETokenizer":
-        """Learn ``vocab_size - 256 - len(special_tokens)`` merges on ``text`` (see ``trainer.py``)."""
+        """Learn up to ``vocab_size - 256 - len(special_tokens)`` merges on ``text`` (see ``trainer.py``).
+
+        Each special token is cut out of ``text`` before pre-tokenisation, so no merge contains its bytes
+        or reaches across it, and takes one of the last ids: the k-th is ``vocab_size - len(special_tokens) + k``
+        (so ``n_vocab == vocab_size``; ids left unused when the text runs out of pairs sit before them).
+        """
         from course_utils.tokenisation.trainer import train_byte_bpe
 
-        special_tokens = list(special_tokens or [])
-        merges = train_byte_bpe(text, vocab_size - len(special_tokens), pattern=pattern, progress=progress)
+        special_tokens = check_special_tokens([] if special_tokens is None else special_tokens)
+        if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+            raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+        if vocab_size < 256 + len(special_tokens):
+            raise ValueError(f"vocab_size must be at least 256 bytes + {len(special_tokens)} special tokens "
+                             f"= {256 + len(special_tokens)}, got {vocab_size}")
+        first_special = vocab_size - len(special_tokens)
+        merges = train_byte_bpe(text, first_special, pattern, progress, special_tokens=special_tokens)
         ranks = {bytes([b]): b for b in range(256)}
         for token, _ in merges:
             ranks[token] = len(ranks)
-        specials = {s: len(ranks) + k for k, s in enumerate(special_tokens)}
-        return cls(ranks, pattern, specials, name="course BPE")
+        return cls(ranks, pattern, {s: first_special + k for k, s in enumerate(special_tokens)}, name="course BPE")
 
     def save(self, path) -> None:
         """Write a JSON file: pattern, special tokens and the ranks in tiktoken's text format."""
