@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "course_utils"
-PACKAGES = ["attention", "counting", "env", "gpt", "llama", "moe", "superposition"]
+PACKAGES = ["tokenisation", "attention", "counting", "env", "gpt", "llama", "moe", "superposition"]
 
 
 def _submodules(package: str) -> set[str]:
