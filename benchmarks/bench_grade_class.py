@@ -231,7 +231,8 @@ def grade_class(root: Path, count: int, jobs: int, kill_at: float | None = None,
         problems.append(f"the grader exited {last.code}: {last.stdout[-1000:]}")
     resumed = resumed_count(last.stdout)
     if kill_at is not None and runs[0].journal_entries is not None and resumed != runs[0].journal_entries:
-        problems.append(f"the rerun resumed {resumed} result(s), the killed run had journaled {runs[0].journal_entries}")
+        journaled = runs[0].journal_entries
+        problems.append(f"the rerun resumed {resumed} result(s), the killed run had journaled {journaled}")
     problems += gradebook_problems(out, students, full_points(notebook))
     return ClassRun(runs, problems, resumed)
 
@@ -268,8 +269,8 @@ def main() -> int:
     if not 1 <= args.submissions <= 2000 or not 1 <= args.repeats <= 10 or min(args.jobs) < 1:
         parser.error("--submissions must be 1-2000, --repeats 1-10, --jobs at least 1")
     modes = ([] if args.kill_only else [None]) + ([args.kill_at] if args.kill_at is not None else [])
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()}, "
-          f"commit {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True).stdout.strip()}")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()}, commit {commit.stdout.strip()}")
     print(HEADER, flush=True)
     failed = []
     for jobs in args.jobs:
