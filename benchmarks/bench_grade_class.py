@@ -6,8 +6,9 @@ folder. Each run is the real command in a subprocess, sandboxed as an instructor
 ``course-lab grade SUBS --out grades.csv --jobs N --assignment 00_welcome --quiet``. Measured per run:
 
 - wall time from start to exit, and wall seconds per submission;
-- CPU-seconds (user + system) of the grader and every process below it that was waited for
-  (``os.wait4``'s resource usage: workers, sandboxes, kernels);
+- CPU-seconds (user + system) of the grader and every process below it (workers, sandboxes,
+  kernels), each process's last sampled value summed (a process's last ``SAMPLE_SECONDS`` or less
+  are missed; ``os.wait4``'s usage would miss the sandboxed kernels, which are never waited for);
 - peak memory: the most resident memory (RSS) of the grader and all its descendants together,
   sampled every ``SAMPLE_SECONDS`` (shared library pages count once per process, so this is an
   upper bound on what they need together), and the largest single process (also sampled);
@@ -101,8 +102,9 @@ def journal_entries(journal: Path) -> int:
     return count
 
 
-def _tree_rss(proc: psutil.Process) -> tuple[float, float]:
-    """(sum, largest) RSS in MiB of ``proc`` and its descendants now (processes that vanish are skipped)."""
+def _sample(proc: psutil.Process, cpu: dict[tuple[int, float], float]) -> tuple[float, float]:
+    """(sum, largest) RSS in MiB of ``proc`` and its descendants now; records each one's CPU-seconds so far in
+    ``cpu`` (keyed by pid and start time, so a reused pid is another process). Vanished ones are skipped."""
     sizes = []
     try:
         family = [proc, *proc.children(recursive=True)]
@@ -110,7 +112,10 @@ def _tree_rss(proc: psutil.Process) -> tuple[float, float]:
         return 0.0, 0.0
     for member in family:
         try:
-            sizes.append(member.memory_info().rss / 2**20)
+            with member.oneshot():
+                sizes.append(member.memory_info().rss / 2**20)
+                times = member.cpu_times()
+                cpu[(member.pid, member.create_time())] = times.user + times.system
         except psutil.Error:
             continue
     return sum(sizes), max(sizes, default=0.0)
@@ -127,6 +132,7 @@ def run_grader(command: list[str], kill_after: int | None = None, journal: Path 
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         tree = psutil.Process(proc.pid)
         peak_tree = peak_one = 0.0
+        cpu: dict[tuple[int, float], float] = {}
         load, next_load, killed = [], start, False
         while not killed:
             if time.monotonic() - start > limit_s:
@@ -134,10 +140,10 @@ def run_grader(command: list[str], kill_after: int | None = None, journal: Path 
                     member.kill()
                 proc.wait()
                 raise TimeoutError(f"the grader ran past {limit_s:.0f} s: {' '.join(command)}")
-            done, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            done, status, _ = os.wait4(proc.pid, os.WNOHANG)
             if done:
                 break
-            now_sum, now_one = _tree_rss(tree)
+            now_sum, now_one = _sample(tree, cpu)
             peak_tree, peak_one = max(peak_tree, now_sum), max(peak_one, now_one)
             if time.monotonic() >= next_load:
                 load.append(os.getloadavg()[0])
@@ -147,13 +153,13 @@ def run_grader(command: list[str], kill_after: int | None = None, journal: Path 
                 killed = True
             time.sleep(SAMPLE_SECONDS)
         if killed:
-            _, status, usage = os.wait4(proc.pid, 0)
+            _, status, _ = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         wall = time.monotonic() - start
         log.seek(0)
         stdout = log.read()
     killed = killed and os.WIFSIGNALED(status)  # not when it finished just before the signal
-    return GraderRun(proc.returncode, stdout, wall, usage.ru_utime + usage.ru_stime, peak_tree, peak_one, load,
+    return GraderRun(proc.returncode, stdout, wall, sum(cpu.values()), peak_tree, peak_one, load,
                      journal_entries(journal) if killed else None)
 
 
