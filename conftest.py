@@ -101,7 +101,8 @@ else:
                     return path
                 if path.startswith("tests/browser/"):
                     return "browser"
-                if path in ("tests/test_grade.py", "tests/test_sandbox.py", "tests/test_lab_env_grader.py"):
+                if path in ("tests/test_grade.py", "tests/test_grade_class.py", "tests/test_sandbox.py",
+                            "tests/test_lab_env_grader.py"):
                     return "grader"
                 if shares_a_module_fixture(path):
                     return path
