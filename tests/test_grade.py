@@ -1,6 +1,6 @@
 """`course-lab grade`, end to end: every good, broken and hostile submission in the fixture folder
 (tests/grading_fixtures.py) gets its row with the stated status and points in one sandboxed run
-with ``--jobs 2``; nothing outside the submissions changed (checksums of the package, the
+with ``--jobs 3``; nothing outside the submissions changed (checksums of the package, the
 submissions, the output folder after the grader exits, a canary file), no process of theirs is left
 afterwards, the grader never runs student code in its own process, and the gradebook files are
 complete and safe to open. Then: a grader killed half-way resumes from its journal (``--jobs 1``
@@ -128,7 +128,7 @@ def graded(tmp_path_factory):
               "canary": (root / "canary.txt").read_text(), "source": _tree_digest(root / "source"),
               "hidden": _tree_digest(root / "hidden"), "pth": _pth_files()}
     proc = _cli("grade", str(root / "subs"), "--out", str(out), "--source", str(root / "source"),
-                "--hidden-tests", str(root / "hidden"), "--jobs", "2", "--timeout", str(CELL_TIMEOUT),
+                "--hidden-tests", str(root / "hidden"), "--jobs", "3", "--timeout", str(CELL_TIMEOUT),
                 "--probe-timeout", str(PROBE_TIMEOUT), "--total-timeout", str(TOTAL_TIMEOUT), "--memory-mb", "2048",
                 env=dict(os.environ, **{SECRET_ENV: "the grader's secret", "COURSE_LAB_CASE_KEY": "test-grade"}))
     output = _tree_digest(out.parent)
