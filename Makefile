@@ -66,8 +66,11 @@ solutions: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) $(ROOT_FLAG) $(LAB_SETTINGS) \
 		--LabApp.default_url=/lab/tree/00_welcome.ipynb
 
-# Two workers (pytest-xdist): each notebook and the browser tests stay whole on one worker (conftest.py).
-TEST_WORKERS ?= 2
+# Three workers (pytest-xdist), even on two cores: the browser, hub and grader tests spend much of their time
+# waiting on a kernel, a browser or a timeout (run 29: 1.4 of 2 cores busy on average with two workers), and a
+# third fills those gaps. Each notebook and the browser tests stay whole on one worker; torch and every kernel
+# a worker starts get cores // workers threads, at least one (conftest.py).
+TEST_WORKERS ?= 3
 
 test: setup-test lab-env
 	COURSE_LAB_ENV=$(LAB_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)

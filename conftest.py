@@ -74,7 +74,7 @@ except ImportError:  # pytest-xdist is a test extra; without it everything runs 
 else:
 
     def pytest_xdist_make_scheduler(config, log):
-        """`make test` runs on two workers. A notebook's cells share one kernel, so one worker runs all
+        """`make test` runs on three workers. A notebook's cells share one kernel, so one worker runs all
         of them in order; the browser tests share one JupyterLab and one Chromium, so they stay on one
         worker too; so do the grader's and the sandbox's tests, which look for leftover processes and
         cgroups machine-wide and would see the other worker's graders. A test file with a module-scoped

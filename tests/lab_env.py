@@ -3,10 +3,10 @@
 
 ``lab_python()`` is its interpreter (the test skips where it was not built, and fails where
 ``COURSE_LAB_ENV`` names a folder without one). ``nbval_in_lab_env(path)`` runs nbval over a notebook
-with a kernel of that interpreter on the lowest numerics path (tests/numerics.py: ``ATEN_CPU_CAPABILITY
-=default``, MKL at SSE4.2, oneDNN at SSE4.1), so one pass shows both that every cell runs without the
-test extras (issue 42) and that every compared output is the same on the lowest SIMD path as the main
-nbval run found it on this CPU's own (issue 36). It returns ``None`` when nbval passes, else the failed
+with a kernel of that interpreter on a numerics path it is given (tests/numerics.py; the lowest by
+default: ``ATEN_CPU_CAPABILITY=default``, MKL at SSE4.2, oneDNN at SSE4.1), so one pass shows both that
+every cell runs without the test extras (issue 42) and that every compared output is the same on that SIMD
+path as the main nbval run found it on this CPU's own (issue 36). It returns ``None`` when nbval passes, else the failed
 cells and the first exception, e.g. ``05_multihead_attention.ipynb::Cell 24 failed ... ModuleNotFoundError:
 No module named 'transformers'``.
 """
@@ -26,7 +26,7 @@ import pytest
 from numerics import PATHS
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL_NAME = "course-lab-env-lowest"
+KERNEL_NAME = "course-lab-env"
 CELL_TIMEOUT_S = 900  # generous: 09's training cell on a loaded 2-core machine took minutes
 XDIST = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_CURRENT_TEST", "PYTEST_ADDOPTS")
 

@@ -42,6 +42,17 @@ def native_capability() -> str:
                           check=True).stdout.strip()
 
 
+def other_paths(capability: str | None = None) -> dict[str, str | None]:
+    """Which other path each pass takes, so that every path this CPU offers is checked once with a full pass:
+    ``"notebooks"`` (every stored output and in-notebook claim, tests/test_lab_env.py) and ``"claims"`` (every
+    claim test with all its seeds, tests/test_numerics_matrix.py). On an AVX-512 CPU the notebooks take AVX2 and
+    the claims the lowest path; with AVX2 native both take the lowest; with nothing wider, neither runs
+    (``None``). ``other_paths("AVX512")`` -> ``{"notebooks": "avx2", "claims": "lowest"}``."""
+    here = paths_here(capability)
+    others = [p for p in here if p != "native"]
+    return {"notebooks": others[0] if others else None, "claims": "lowest" if "lowest" in here else None}
+
+
 def paths_here(capability: str | None = None) -> list[str]:
     """The paths to try on this CPU: native, the lowest, and AVX2 where the native path is wider."""
     capability = native_capability() if capability is None else capability

@@ -1,10 +1,11 @@
-"""Every test that trains something and checks a claim about the result, again on the other numerics paths
-of this CPU (tests/numerics.py): the lowest (``default`` / SSE4.2) always, AVX2 forced where the CPU has
-AVX-512. The native path is the ordinary run of the same files. Each claim's smallest margin on each path
-goes into the run's summary, so a claim that holds by a hair is visible before it breaks on a student's CPU.
+"""Every test that trains something and checks a claim about the result, again on the lowest numerics path
+(``default`` / SSE4.2; tests/numerics.py). The native path is the ordinary run of the same files. Each claim's
+smallest margin on each path goes into the run's summary, so a claim that holds by a hair is visible before it
+breaks on a student's CPU.
 
-The stored outputs of the notebooks are compared on the lowest path too, in the environment ``make lab``
-builds (tests/test_lab_env.py); here are the claims of the tests.
+Each path this CPU offers gets one full pass (``numerics.other_paths``): the notebooks, with every stored output
+and every claim they assert, run in the environment ``make lab`` builds on AVX2 where the CPU has AVX-512 and on
+the lowest path otherwise (tests/test_lab_env.py); the claim tests, with all their seeds, run here on the lowest.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ import textwrap
 
 import pytest
 
-from numerics import PATHS, paths_here, run_on_path
+from numerics import other_paths, paths_here, run_on_path
 
 pytestmark = pytest.mark.slow
 
 FAMILIES = {  # what notebook claims about a trained model -> the tests that state those claims
     "05 induction heads": ["tests/test_induction.py::test_model_learns_to_copy",
                            "tests/test_induction.py::test_layer0_has_a_previous_token_head_and_layer1_an_induction_head"],
-    # 06 in three parts, so that the two test workers share its cost (the SAE sweep alone is the largest)
+    # 06 in three parts, so that the test workers share its cost (the SAE sweep alone is the largest)
     "06 twenty features in five, and its SAE": ["tests/test_06_seeds.py::test_twenty_in_five_sweep_and_its_sae"],
     "06 five features in two": ["tests/test_06_seeds.py::test_five_in_two_sweep_makes_antipodal_pairs_then_a_pentagon"],
     "06 phases and the AND gate": ["tests/test_06_seeds.py::test_phase_picture",
@@ -36,11 +37,11 @@ def here():
     return paths_here()
 
 
-@pytest.mark.parametrize("path", [p for p in PATHS if p != "native"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_claims_hold_on_every_numerics_path(family, path, here, record_property):
+def test_claims_hold_on_the_lowest_numerics_path(family, here, record_property):
+    path = "lowest"
     if path not in here:
-        pytest.skip(f"this CPU has no {path} path other than its native one")
+        pytest.skip("this CPU's native path is the lowest one")
     code, output, found = run_on_path(path, FAMILIES[family])
     record_property("margins", [(claim["claim"], claim["margin"], path) for claim in found])
     assert code == 0, f"{family} on the {path} path:\n{output[-4000:]}"
@@ -73,3 +74,14 @@ def test_the_matrix_catches_a_claim_that_holds_on_one_path_only(tmp_path, here):
     assert outcomes["native"][0] == 0, outcomes["native"][1][-2000:]
     failed = [path for path, (code, _, found) in outcomes.items() if code != 0 and found and found[-1]["margin"] < 0]
     assert failed, {path: found for path, (_, _, found) in outcomes.items()}
+
+
+@pytest.mark.parametrize("capability, expected", [
+    ("AVX512", {"notebooks": "avx2", "claims": "lowest"}),
+    ("AVX512_BF16", {"notebooks": "avx2", "claims": "lowest"}),
+    ("AVX2", {"notebooks": "lowest", "claims": "lowest"}),
+    ("DEFAULT", {"notebooks": None, "claims": None}),
+])
+def test_every_path_a_cpu_offers_gets_one_full_pass(capability, expected):
+    assert other_paths(capability) == expected
+    assert set(paths_here(capability)) == {"native"} | {p for p in expected.values() if p}
