@@ -328,6 +328,7 @@ NOT_ON_META = {
     "gpt.config.check_tokens": "range-checks token ids with .item()",
     "gpt.config.check_state_dict": "compares a state dict's names and shapes, returns None",
     "gpt.model.stream_rms": "returns Python floats",
+    "gpt.model.initialise": "draws every weight on the CPU from a torch.Generator; a meta weight is skipped, by design",
     "gpt.cache.KVCache": "a dataclass holding its caller's tensors",
     "gpt.generation.forward_with_cache": "token ids are range-checked with .item() (its pieces are swept)",
     "gpt.generation.generate": "samples tokens: needs data",
@@ -392,6 +393,10 @@ NOT_ON_META = {
     "llama.config.to_model_config": "turns a LlamaConfig's Python numbers into a counting.ModelConfig, no tensors",
     **{f"llama.transformers_weights.{n}": "reads a transformers config or copies its model's weights: needs data"
        for n in ("config_from_transformers", "load_llama", "load_llama_block")},
+    **{f"llama.side_by_side.{n}": "trains or reads the side-by-side runs: corpus tokens and files"
+       for n in ("build_pair", "train_pair", "replay", "load_results", "main")},
+    **{f"llama.side_by_side.{n}": "counts a config's parameters (Python ints), no tensors"
+       for n in ("gpt_parameters", "matched_llama")},
 }
 
 # Calls that run on meta but still create a tensor on the CPU on the way (a real device bug on a GPU).

@@ -29,6 +29,7 @@ FAMILIES = {  # what notebook claims about a trained model -> the tests that sta
     "07 balancing lab": ["tests/test_moe_seeds.py"],
     "09 outcomes and head readings": ["tests/test_gpt_outcomes.py::test_every_claim_of_notebook_09_holds_on_every_seed_with_margin"],
     "09 committed runs replayed": ["tests/test_seed_checkpoints.py::test_each_checkpoint_is_its_seeds_run"],
+    "10 side-by-side runs replayed": ["tests/test_llama_side_by_side.py::test_committed_runs_replay"],
 }
 
 

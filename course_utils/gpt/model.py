@@ -95,21 +95,12 @@ class GPT(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        """nanoGPT's GPT-2 initialisation, drawn in sorted-name order from ``generator`` (a CPU one) or the global seed.
+        """nanoGPT's GPT-2 initialisation (``initialise``), drawn in sorted-name order from ``generator`` or the global seed.
 
         Only this draw decides the weights (not the order the sub-modules were built in), so
         ``model.reset_parameters(torch.Generator().manual_seed(0))`` always gives the same model.
         """
-        residual_std = self.cfg.init_std / math.sqrt(2 * self.cfg.n_layers)
-        for name, p in sorted(self.named_parameters()):
-            leaf = name.rsplit(".", 1)[-1]
-            if leaf == "w":  # LayerNorm scale
-                p.fill_(1.0)
-            elif leaf.startswith("b_") or leaf == "b":
-                p.zero_()
-            elif p.device.type != "meta":
-                std = residual_std if leaf in ("W_O", "W_out") else self.cfg.init_std
-                p.copy_(torch.randn(p.shape, generator=generator) * std)  # drawn on the CPU, copied to p's device
+        initialise(self, self.cfg.init_std, self.cfg.n_layers, generator)
 
     def unembedding(self) -> Float[Tensor, "d_model d_vocab"]:
         """W_U, or W_Eᵀ when the embeddings are tied."""
@@ -176,3 +167,24 @@ def stream_rms(model: GPT, tokens: Int[Tensor, "batch pos"]) -> list[float]:
         x = block(x)
         sizes.append(float(x.pow(2).mean().sqrt()))
     return sizes
+
+
+@torch.no_grad()
+def initialise(model: nn.Module, init_std: float, n_layers: int, generator: torch.Generator | None = None) -> None:
+    """nanoGPT's GPT-2 initialisation of any model named as the course names its weights.
+
+    In sorted-name order: a norm's gain ``w`` 1, biases (``b``, ``b_*``) 0, the residual stream's output
+    projections ``W_O`` and ``W_out`` normal with std ``init_std / sqrt(2 * n_layers)``, every other weight
+    normal with std ``init_std``, drawn on the CPU from ``generator`` (or the global seed) and copied to
+    the weight's device (a meta weight is skipped). ``GPT`` and ``llama.Llama`` both use it.
+    """
+    residual_std = init_std / math.sqrt(2 * n_layers)
+    for name, p in sorted(model.named_parameters()):
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf == "w":  # a norm's gain
+            p.fill_(1.0)
+        elif leaf.startswith("b_") or leaf == "b":
+            p.zero_()
+        elif p.device.type != "meta":
+            std = residual_std if leaf in ("W_O", "W_out") else init_std
+            p.copy_(torch.randn(p.shape, generator=generator) * std)  # drawn on the CPU, copied to p's device

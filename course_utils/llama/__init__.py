@@ -9,6 +9,7 @@ Modules:
 - ``attention``: causal grouped-query attention (notebook 05's) with RoPE, with a KV-cache path
 - ``model``: ``LlamaBlock`` and ``Llama`` (embedding, blocks, final RMSNorm, untied unembedding)
 - ``transformers_weights``: ``transformers``' Llama config and weights in the course's layout
+- ``side_by_side``: a Llama-style and a GPT-2-style model of the same size, trained alike (notebook 10)
 
 Their public names are importable from the package itself (``from course_utils.llama import Llama``),
 loaded when first used (lazy_loader), so importing the package costs nothing.
@@ -26,5 +27,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "attention": ["RotaryAttention"],
         "model": ["LlamaBlock", "Llama"],
         "transformers_weights": ["config_from_transformers", "load_llama_block", "load_llama"],
+        "side_by_side": ["gpt_parameters", "matched_llama", "build_pair", "train_pair", "replay", "load_results"],
     },
 )

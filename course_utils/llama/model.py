@@ -8,7 +8,8 @@ learned positions, SwiGLU for GELU, n_kv_heads ≤ n_heads, no biases, untied un
 ``Llama(cfg)(tokens, cache)`` with a ``gpt.cache.KVCache`` runs only the new tokens, at positions
 after the cached ones, and stores every layer's rotated keys and values in the cache: incremental
 decoding gives the logits of the full forward (tested). Initialisation: attention as notebook 05's
-``GroupedQueryAttention`` draws it, the rest normal with std 0.02; RMSNorm gains start at 1.
+``GroupedQueryAttention`` draws it, the rest normal with std 0.02; RMSNorm gains start at 1;
+``reset_parameters`` redraws everything with notebook 09's recipe (``gpt.model.initialise``).
 Leaves out sampling (``course_utils.sampling``), training, and ``transformers``' weights
 (``llama.transformers_weights``). The code follows its input's device; build, then ``.to()``.
 """
@@ -20,11 +21,12 @@ from jaxtyping import Float, Int
 from torch import Tensor, nn
 
 from course_utils.gpt.cache import KVCache
+from course_utils.gpt.model import initialise
 from course_utils.llama.attention import RotaryAttention
 from course_utils.llama.config import LlamaConfig
 from course_utils.llama.norm import RMSNorm
 from course_utils.moe.layer import SwiGLU
-from course_utils.validate import index_tensor
+from course_utils.validate import index_tensor, non_negative_number
 
 
 def _check_config(cfg: object) -> LlamaConfig:
@@ -72,6 +74,11 @@ class Llama(nn.Module):
         self.blocks = nn.ModuleList(LlamaBlock(cfg, generator) for _ in range(cfg.n_layers))
         self.norm_final = RMSNorm(cfg.d_model, cfg.eps)
         self.W_U = nn.Parameter(torch.randn(cfg.d_model, cfg.d_vocab, generator=generator) * 0.02)
+
+    def reset_parameters(self, generator: torch.Generator | None = None, init_std: float = 0.02) -> None:
+        """Notebook 09's recipe (``gpt.model.initialise``): gains 1, ``W_O``/``W_out`` at init_std/sqrt(2·n_layers),
+        the rest at ``init_std``, in sorted-name order, so a comparison with ``GPT`` starts both alike."""
+        initialise(self, non_negative_number("init_std", init_std), self.cfg.n_layers, generator)
 
     def forward(
         self, tokens: Int[Tensor, "batch pos"], cache: KVCache | None = None, impl: str = "reference"

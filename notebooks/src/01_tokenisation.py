@@ -436,6 +436,24 @@ check_byte_bpe_train(learn_byte_merges)
 # %% [markdown]
 # Stuck? `hint("byte_bpe_train")` gives a nudge and `hint("byte_bpe_train", 2)` a stronger one (after `from course_utils.checks import hint`); neither gives the code.
 #
+# **Other trainers break ties their own way.** Ties at the top are common in the first merges of a
+# small text and rare later in a large one, but each tie decided differently changes every merge after
+# it, so two trainers agree merge for merge only if their rules agree. Hugging Face's `tokenizers`
+# takes the smallest pair of ids, as the course does; Karpathy's minbpe takes `max` over its dict of
+# counts, which keeps the pair met first in the text; Stanford CS336's first assignment asks for the
+# greatest pair, comparing the byte strings. On a text whose three pairs tie:
+
+# %%
+tied = Counter(zip(b"mzab", b"mzab"[1:]))  # (m, z), (z, a), (a, b): once each
+rules = {
+    "the course and Hugging Face: smallest ids": min(tied, key=lambda p: (-tied[p], p)),
+    "minbpe: the first one seen": max(tied, key=tied.get),
+    "CS336: the greatest bytes": max(tied, key=lambda p: (tied[p], bytes([p[0]]), bytes([p[1]]))),
+}
+for rule, pair in rules.items():
+    print(f"{rule:<44} merges {bytes(pair)!r}")
+
+# %% [markdown]
 # The course's trainer learns the same merges; here are its first few on the first 12 kB of the
 # corpus (shown with GPT-2's visible stand-ins, `Ġ` for a space):
 
