@@ -56,7 +56,11 @@ def _assert_close(name, ours, theirs):
 
 @pytest.fixture(scope="module")
 def notebook():
-    return namespace("todays_block")
+    names = namespace("todays_block")
+    needed = ("RMSNorm", "rotate_queries_keys", "SwiGLU", "LlamaBlock", "Llama")
+    missing = [name for name in needed if name not in names]
+    assert not missing, f"notebooks/src/10_todays_block.py does not define {missing} (sections 2-4 and 6 build on them)"
+    return names
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
