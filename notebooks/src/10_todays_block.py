@@ -163,12 +163,260 @@ print("the last version is LlamaConfig at GPT-2 small's sizes:", to_model_config
 # %% [markdown]
 # ## 5 · Grouped-query attention with RoPE and a KV cache
 #
-# TODO(helper B): the rotary_attention exercise.
+# Today's attention layer is three things you have already built, stacked: notebook 05's
+# grouped-query attention (`n_heads` query heads sharing `n_kv_heads` key/value heads), the rotation
+# of section 3 applied to the queries and keys right after the projection, and notebook 09's KV cache.
+# Nothing about the layer's weights changes: RoPE has no parameters, so `W_Q`, `W_K`, `W_V`, `W_O`
+# are exactly those of 05, and the course's `GroupedQueryAttention` already holds them and projects
+# with `qkv(x)`.
+#
+# The cache is where the care goes. When the model generates, a call sees only the `n_new` newest
+# tokens, while `n_past` earlier ones sit in the cache. Those new rows are positions `n_past`,
+# `n_past + 1`, ..., not 0, 1, ..., and they must be rotated as such: that is the `offset` argument
+# of your `rotate_queries_keys`. The cached keys, on the other hand, can be stored already rotated:
+# a key's rotation depends only on its own position, which never changes once it is written, so the
+# cache never needs to be touched again. The cell below checks both facts on random queries and keys,
+# with the course's `llama.rotate_queries_keys` (the reference of section 3, so that this cell runs
+# before your own is written): rotating a whole sequence from position 0 gives, in its last rows, what
+# rotating only those rows at the right offset gives; forgetting the offset changes the scores the new
+# queries give the old keys.
+
+# %%
+from course_utils.attention import GroupedQueryAttention
+from course_utils.llama import rotate_queries_keys as course_rotate
+
+gen_rope = torch.Generator().manual_seed(0)
+q_all = torch.randn(1, 4, 7, 8, generator=gen_rope, dtype=torch.float64)  # (batch, n_heads, pos, d_head)
+k_all = torch.randn(1, 2, 7, 8, generator=gen_rope, dtype=torch.float64)  # (batch, n_kv_heads, pos, d_head)
+n_past = 5
+q_whole, k_whole = course_rotate(q_all, k_all)  # all 7 positions, from 0
+q_new, k_new = course_rotate(q_all[:, :, n_past:], k_all[:, :, n_past:], offset=n_past)
+q_zero, _ = course_rotate(q_all[:, :, n_past:], k_all[:, :, n_past:])  # the offset forgotten
+same = torch.allclose(q_whole[:, :, n_past:], q_new, atol=1e-12) and torch.allclose(k_whole[:, :, n_past:], k_new, atol=1e-12)
+print(f"last rows of the whole sequence == the new rows rotated at offset {n_past}: {same}")
+old_keys = k_whole[:, :1, :n_past]  # the cached keys of key/value head 0, rotated when they were new
+right, wrong = q_new[:, :1] @ old_keys.mT, q_zero[:, :1] @ old_keys.mT  # (1, 1, 2 new queries, 5 cached keys)
+print(f"scores of the new queries on the cached keys, offset forgotten: off by up to {(right - wrong).abs().max():.2f}")
+
+# %% [markdown]
+# ### Exercise: Rotary attention with a cache (3 points, difficulty 3/3, about 25 min)
+#
+# Write the `forward(x, past_k=None, past_v=None)` of `RotaryAttention`, a subclass of the course's
+# `GroupedQueryAttention` from notebook 05 (use its `self.qkv(x)`, `self.W_O`, `self.n_heads`,
+# `self.n_kv_heads`, `self.d_head`; `__init__` is given and stores the pair `layout`). `x` is
+# `(batch, n_new, d_model)`; `past_k` and `past_v` are `None` (no cache: `x` is the whole sequence) or
+# the `(batch, n_kv_heads, n_past, d_head)` tensors an earlier call returned. Return
+# `(out, k_all, v_all)`:
+#
+# * `out` `(batch, n_new, d_model)`: the new queries, rotated at their true positions with your
+#   `rotate_queries_keys`, attending causally over all `n_past + n_new` keys (query `i` sees keys
+#   up to `n_past + i`), each query head reading its group's key/value head as in 05;
+# * `k_all`, `v_all` `(batch, n_kv_heads, n_past + n_new, d_head)`: what the next call gets as
+#   its cache, still `n_kv_heads` heads (repeat them for the scores only).
+#
+# The check loads seeded weights into your layer by name and compares it with the course's
+# `llama.RotaryAttention` on whole sequences and on sequences fed in pieces (a prompt, then one or a
+# few tokens at a time, each call given the cache the last one returned), in both pair layouts. It
+# looks at the outputs and the cache's shapes, not inside the cache: a cache of unrotated keys, all
+# rotated again at every call, is slower but right.
+
+# %%
+class RotaryAttention(GroupedQueryAttention):
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, layout: str = "halves"):
+        super().__init__(d_model, n_heads, n_kv_heads)  # W_Q, W_K, W_V, W_O and qkv, as in notebook 05
+        self.layout = layout
+
+    def forward(self, x: torch.Tensor, past_k=None, past_v=None):
+        # x (batch, n_new, d_model); past_k, past_v (batch, n_kv_heads, n_past, d_head) or None
+        # BEGIN SOLUTION
+        q, k, v = self.qkv(x)  # q (batch, n_heads, n_new, d_head); k, v (batch, n_kv_heads, n_new, d_head)
+        n_past = 0 if past_k is None else past_k.shape[2]
+        q, k = rotate_queries_keys(q, k, offset=n_past, layout=self.layout)  # the new rows at their true positions
+        if past_k is not None:
+            k = torch.cat([past_k, k], dim=2)  # (batch, n_kv_heads, n_all, d_head): the cached keys are rotated
+            v = torch.cat([past_v, v], dim=2)
+        group = self.n_heads // self.n_kv_heads
+        k_heads, v_heads = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        scores = q @ k_heads.transpose(-2, -1) / math.sqrt(self.d_head)  # (batch, n_heads, n_new, n_all)
+        n_new, n_all = q.shape[2], k.shape[2]
+        mask = torch.ones(n_new, n_all, dtype=torch.bool, device=x.device).tril(diagonal=n_all - n_new)
+        z = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v_heads  # (batch, n_heads, n_new, d_head)
+        return torch.einsum("bhpd,hdm->bpm", z, self.W_O), k, v
+        # END SOLUTION
+
+
+# %%
+from course_utils.checks.todays_block import check_rotary_attention
+
+check_rotary_attention(RotaryAttention)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("rotary_attention")` for a nudge and `hint("rotary_attention", 2)` for a stronger one.
+#
+# Your layer can now generate: feed it a prompt, then one position at a time with the cache it hands
+# back, and every output equals the one the whole sequence gives at once. The cache grows by one
+# position per step and keeps only the key/value heads, here half as many as the query heads:
+
+# %%
+x_seq = torch.randn(1, 8, 32, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+try:
+    layer = RotaryAttention(32, 4, 2).double()
+    with torch.no_grad():
+        whole, _, _ = layer(x_seq)
+        out, k_cache, v_cache = layer(x_seq[:, :5])  # the prompt
+        outs = [out]
+        for p in range(5, 8):  # then one position at a time
+            out, k_cache, v_cache = layer(x_seq[:, p:p + 1], k_cache, v_cache)
+            outs.append(out)
+            print(f"after position {p}: cache keys {tuple(k_cache.shape)}  (batch, n_kv_heads, positions, d_head)")
+    print("prompt + 3 steps == the whole sequence at once:", torch.allclose(torch.cat(outs, dim=1), whole, atol=1e-12))
+except NotImplementedError:
+    print("write RotaryAttention's forward above, then run this cell again")
 
 # %% [markdown]
 # ## 6 · The block and the model
 #
-# TODO(helper B): the llama_block and llama_model exercises, the parameter count.
+# The block is notebook 09's pre-norm block with its parts swapped: RMSNorm for LayerNorm, your
+# `RotaryAttention` for causal multi-head attention, SwiGLU for the GELU MLP, and no biases anywhere.
+# Its shape does not change: each sub-layer reads a normalised copy of the residual stream and adds
+# its output back. The only new plumbing is the cache, which the block hands to its attention and
+# returns with the new stream.
+#
+# ### Exercise: The Llama block (2 points, difficulty 2/3, about 10 min)
+#
+# Write `LlamaBlock(cfg)` for a `course_utils.llama.LlamaConfig`. It holds `norm1` and `norm2`
+# (your `RMSNorm`, with `cfg.eps`), `attn` (your `RotaryAttention` with `cfg.kv_heads` key/value heads
+# and `layout=cfg.rope_layout`) and `mlp` (your `SwiGLU` of width `cfg.mlp_width`). Its
+# `forward(x, past_k=None, past_v=None)` returns `(x_out, k_all, v_all)`: `x + attn(norm1(x))`, then
+# that plus `mlp(norm2(that))`, with the attention's cache passed in and handed back. The check loads a
+# course block's weights by name (`norm1.w`, `attn.W_Q`, ..., `mlp.W_gate`, ...) and compares, whole
+# and in pieces with the cache.
+
+# %%
+from course_utils.llama import LlamaConfig
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        # BEGIN SOLUTION
+        self.norm1 = RMSNorm(cfg.d_model, cfg.eps)
+        self.attn = RotaryAttention(cfg.d_model, cfg.n_heads, cfg.kv_heads, layout=cfg.rope_layout)
+        self.norm2 = RMSNorm(cfg.d_model, cfg.eps)
+        self.mlp = SwiGLU(cfg.d_model, cfg.mlp_width)
+        # END SOLUTION
+
+    def forward(self, x: torch.Tensor, past_k=None, past_v=None):
+        # x (batch, n_new, d_model) -> (x_out like x, k_all, v_all)
+        # BEGIN SOLUTION
+        attn_out, k, v = self.attn(self.norm1(x), past_k, past_v)
+        x = x + attn_out
+        return x + self.mlp(self.norm2(x)), k, v
+        # END SOLUTION
+
+
+# %%
+from course_utils.checks.todays_block import check_llama_block
+
+check_llama_block(LlamaBlock)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("llama_block")` for a nudge and `hint("llama_block", 2)` for a stronger one.
+#
+# ### Exercise: The Llama model (3 points, difficulty 3/3, about 20 min)
+#
+# Write `Llama(cfg)`: `self.cfg = cfg` (given), `W_E` `(d_vocab, d_model)`, `blocks` (an
+# `nn.ModuleList` of `cfg.n_layers` of your `LlamaBlock`), `norm_final` (your `RMSNorm`) and its own
+# unembedding `W_U` `(d_model, d_vocab)`, not tied to `W_E`. There is no position table: RoPE places
+# the tokens inside every attention layer. `forward(tokens, cache=None)` maps `(batch, n_new)` token
+# ids to `(batch, n_new, d_vocab)` logits. `cache` is `None` or a `KVCache` from notebook 09 (a list
+# `keys` and a list `values`, one `(batch, n_kv_heads, positions, d_head)` tensor per layer, and
+# `cache.length`, the number of positions it holds): the tokens follow the cached positions, and the
+# forward extends the cache in place, so that after it every layer's entry holds all positions so far.
+# An empty `KVCache()` has no entries yet: append them. The check loads a course model's weights by name
+# and compares the logits with and without a cache: whole, token by token, and a prompt then a few
+# tokens at a time.
+
+# %%
+from course_utils.gpt.cache import KVCache
+
+
+class Llama(nn.Module):
+    def __init__(self, cfg: LlamaConfig):
+        super().__init__()
+        self.cfg = cfg
+        # BEGIN SOLUTION
+        self.W_E = nn.Parameter(torch.randn(cfg.d_vocab, cfg.d_model) * 0.02)
+        self.blocks = nn.ModuleList([LlamaBlock(cfg) for _ in range(cfg.n_layers)])
+        self.norm_final = RMSNorm(cfg.d_model, cfg.eps)
+        self.W_U = nn.Parameter(torch.randn(cfg.d_model, cfg.d_vocab) * 0.02)
+        # END SOLUTION
+
+    def forward(self, tokens: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        # tokens (batch, n_new) -> logits (batch, n_new, d_vocab); cache extended in place
+        # BEGIN SOLUTION
+        x = self.W_E[tokens]  # (batch, n_new, d_model): no position table
+        filled = cache is not None and cache.length > 0
+        for layer, block in enumerate(self.blocks):
+            if filled:
+                x, cache.keys[layer], cache.values[layer] = block(x, cache.keys[layer], cache.values[layer])
+            else:
+                x, k, v = block(x)
+                if cache is not None:
+                    cache.keys.append(k)
+                    cache.values.append(v)
+        return self.norm_final(x) @ self.W_U  # (batch, n_new, d_vocab)
+        # END SOLUTION
+
+
+# %%
+from course_utils.checks.todays_block import check_llama_model
+
+check_llama_model(Llama)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("llama_model")` for a nudge and `hint("llama_model", 2)` for a stronger one.
+#
+# Notebook 08's counter knows this architecture: a `LlamaConfig` is one of its `ModelConfig`s with
+# Llama's choices filled in (RMSNorm, rotary positions, SwiGLU, no biases, untied embeddings). Counted
+# without building anything, and counted on your model, parameter by parameter, the two agree:
+
+# %%
+from course_utils.counting import count_parameters
+
+small_cfg = LlamaConfig(d_vocab=512, n_ctx=64, d_model=128, n_layers=4, n_heads=8, n_kv_heads=2)
+print(small_cfg)
+print("d_head:", small_cfg.d_head, " d_mlp:", small_cfg.mlp_width)
+counted = count_parameters(small_cfg)
+for name, n in counted.items():
+    print(f"{name:>12}: {n:>10,}")
+try:
+    small_llama = Llama(small_cfg)
+    built = sum(p.numel() for p in small_llama.parameters())
+    print(f"your model: {built:,} parameters; the counter agrees: {built == counted['total']}")
+except NotImplementedError:
+    small_llama = None
+    print("write Llama (and the classes it is built from) above, then run this cell again")
+
+# %% [markdown]
+# And the model generates with its cache as the layer did: a prompt, then one token per call, gives
+# the logits of the whole sequence at once, while the cache holds `n_kv_heads` heads per layer.
+
+# %%
+prompt_ids = torch.randint(0, small_cfg.d_vocab, (1, 12), generator=torch.Generator().manual_seed(2))
+try:
+    if small_llama is None:
+        raise NotImplementedError
+    with torch.no_grad():
+        whole_logits = small_llama(prompt_ids)
+        cache = KVCache()
+        pieces = [small_llama(prompt_ids[:, :8], cache)]
+        pieces += [small_llama(prompt_ids[:, p:p + 1], cache) for p in range(8, 12)]
+    print(f"cache: {len(cache.keys)} layers of keys {tuple(cache.keys[0].shape)}, length {cache.length}")
+    print("a prompt of 8, then 4 single tokens == the whole sequence at once:",
+          torch.allclose(torch.cat(pieces, dim=1), whole_logits, atol=1e-5))
+except NotImplementedError:
+    print("write Llama's forward above, then run this cell again")
 
 # %% [markdown]
 # ## 7 · Trained side by side
