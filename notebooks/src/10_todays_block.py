@@ -92,17 +92,18 @@ seed_everything(0)
 # %% [markdown]
 # ## 2 · RMSNorm
 #
-# LayerNorm (notebooks 06 and 09) does two things to each vector: it **re-centres** it (subtracts the
+# LayerNorm (notebooks 08 and 09) does two things to each vector: it **re-centres** it (subtracts the
 # mean) and **re-scales** it (divides by the standard deviation), then applies a learned scale and
-# shift. Zhang and Sennrich (2019) asked which half matters, and found that the re-scaling does:
-# dropping the centring and the bias costs next to nothing in quality. What is left is RMSNorm,
+# shift. Zhang and Sennrich (2019) argued that the re-scaling is the half that matters, and dropped
+# the rest: no centring, no bias. In their experiments the result, RMSNorm, matched LayerNorm's
+# quality and ran faster:
 #
-# $$\text{RMSNorm}(x) = \frac{x}{\sqrt{\text{mean}(x^2) + \varepsilon}} \odot w,$$
+# $$\text{RMSNorm}(x) = \frac{x}{\sqrt{\text{mean}(x^2) + \varepsilon}} \odot w.$$
 #
-# one statistic per vector instead of two (one pass over the d_model numbers instead of two, which is
-# what a memory-bound norm pays for), and one learned vector `w` (the gain) instead of two. With the
-# mean gone, ε (eps) still sits inside the root: it keeps a vector of zeros from dividing by zero.
-# The parameters of one norm at Llama 2 7B's width:
+# One statistic per vector instead of two (the mean of squares, where LayerNorm needs the mean and then
+# the variance around it), and one learned vector `w` (the gain) instead of two. ε (eps) sits inside
+# the root, as in LayerNorm: it keeps a vector of zeros from dividing by zero. The parameters of one
+# norm at Llama 2 7B's width:
 
 # %%
 d_llama2_7b = 4096
@@ -115,10 +116,10 @@ for norm in (nn.LayerNorm(d_llama2_7b), nn.RMSNorm(d_llama2_7b)):
 # Models are trained and served in 16-bit floats, and the sum of squares is where 16 bits break.
 # float16 has a short range: its largest number is printed below, so any entry above its square root
 # squares to `inf`, and the vector collapses to zeros. bfloat16 keeps float32's range but only 8
-# significant bits, so a mean of thousands of squares is rounded hard. Meta's Llama code and
-# `transformers`' `LlamaRMSNorm` therefore compute the norm in float32 and cast the result back to the
-# input's dtype before multiplying by the gain (so the output has the input's dtype, as every other
-# layer's does). Residual-stream entries in the hundreds are common in large models:
+# significant bits, so every square and the mean of thousands of them would be rounded to 8 bits.
+# Meta's Llama code and `transformers`' `LlamaRMSNorm` therefore compute the norm in float32 and cast
+# the result back to the input's dtype before multiplying by the gain, so the output has the input's
+# dtype, like every other layer's. Large models do carry a few residual entries in the hundreds:
 
 # %%
 big = torch.tensor([300.0, -400.0, 500.0, 100.0])
@@ -404,7 +405,8 @@ check_swiglu_feed_forward(SwiGLU)
 z = torch.linspace(-6, 6, 1201, dtype=torch.float64)
 print("SiLU at -6, 0, 6:", ", ".join(f"{v:.4f}" for v in F.silu(torch.tensor([-6.0, 0.0, 6.0])).tolist()))
 print(f"smallest value: {F.silu(z).min().item():.4f} at z = {z[F.silu(z).argmin()].item():.2f}")
-print("SwiGLU(512, swiglu_width(512)) weights:", f"{sum(p.numel() for p in SwiGLU(512, swiglu_width(512)).parameters()):,}")
+swiglu_512 = SwiGLU(512, swiglu_width(512))
+print("SwiGLU(512, swiglu_width(512)) weights:", f"{sum(p.numel() for p in swiglu_512.parameters()):,}")
 
 # %% [markdown]
 # ## 5 · Grouped-query attention with RoPE and a KV cache
