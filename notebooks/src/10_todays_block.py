@@ -170,20 +170,23 @@ check_rms_norm(RMSNorm)
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("rms_norm")` for a nudge and `hint("rms_norm", 2)` for a stronger one.
 #
-# PyTorch has the same layer as `nn.RMSNorm` (its gain is called `weight`). With the gain copied
-# across, the two agree, in float32 and in bfloat16 (where yours keeps the input's dtype):
+# The rest of the notebook uses the course's `llama.RMSNorm`, which your module now matches. PyTorch has
+# the same layer as `nn.RMSNorm` (its gain is called `weight`); with the gain copied across, the two
+# agree, in float32 and in bfloat16 (where the course's keeps the input's dtype):
 
 # %%
+from course_utils import llama
+
 gain = 1 + 0.1 * torch.randn(64, generator=torch.Generator().manual_seed(2))
 x_norm = torch.randn(3, 5, 64, generator=torch.Generator().manual_seed(3))
-mine, torchs = RMSNorm(64), nn.RMSNorm(64, eps=1e-5)
+course_norm, torch_norm = llama.RMSNorm(64), nn.RMSNorm(64, eps=1e-5)
 with torch.no_grad():
-    mine.w.copy_(gain)
-    torchs.weight.copy_(gain)
-    print("float32 agrees with nn.RMSNorm:", torch.allclose(mine(x_norm), torchs(x_norm), atol=1e-6))
-    out_bf16 = mine.to(torch.bfloat16)(x_norm.bfloat16())
+    course_norm.w.copy_(gain)
+    torch_norm.weight.copy_(gain)
+    print("float32 agrees with nn.RMSNorm:", torch.allclose(course_norm(x_norm), torch_norm(x_norm), atol=1e-6))
+    out_bf16 = course_norm.to(torch.bfloat16)(x_norm.bfloat16())
     print("bfloat16 in ->", out_bf16.dtype, "out; agrees to bfloat16's rounding:",
-          torch.allclose(out_bf16.float(), torchs(x_norm), rtol=2e-2, atol=1e-2))
+          torch.allclose(out_bf16.float(), torch_norm(x_norm), rtol=2e-2, atol=1e-2))
 
 # %% [markdown]
 # ## 3 · Rotary positions inside attention
@@ -232,18 +235,18 @@ check_rotate_queries_keys(rotate_queries_keys)
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("rotate_queries_keys")` for a nudge and `hint("rotate_queries_keys", 2)` for a stronger one.
 #
-# The cache in miniature: rotate six positions at once, or the first four and then the last two at
-# offset 4, as a generating model does. The scores of the last two queries with all six keys agree only
-# when the offset is passed on:
+# The cache in miniature, with the course's `llama.rotate_queries_keys` (the same function): rotate six
+# positions at once, or the first four and then the last two at offset 4, as a generating model does.
+# The scores of the last two queries with all six keys agree only when the offset is passed on:
 
 # %%
 rope_gen = torch.Generator().manual_seed(4)
 q6 = torch.randn(1, 4, 6, 8, generator=rope_gen, dtype=torch.float64)  # 4 query heads
 k6 = torch.randn(1, 2, 6, 8, generator=rope_gen, dtype=torch.float64)  # 2 key/value heads
-q_all, k_all = rotate_queries_keys(q6, k6)
-_, k_past = rotate_queries_keys(q6[:, :, :4], k6[:, :, :4])  # the cache: 4 keys, rotated when they came
+q_all, k_all = llama.rotate_queries_keys(q6, k6)
+_, k_past = llama.rotate_queries_keys(q6[:, :, :4], k6[:, :, :4])  # the cache: 4 keys, rotated when they came
 for offset in (4, 0):
-    q_new, k_new = rotate_queries_keys(q6[:, :, 4:], k6[:, :, 4:], offset=offset)
+    q_new, k_new = llama.rotate_queries_keys(q6[:, :, 4:], k6[:, :, 4:], offset=offset)
     keys = torch.cat([k_past, k_new], dim=2).repeat_interleave(2, dim=1)  # (1, 4, 6, 8): each key head twice
     same = torch.allclose(q_new @ keys.mT, q_all[:, :, 4:] @ k_all.repeat_interleave(2, dim=1).mT)
     print(f"new rows rotated at offset {offset}: scores as in one pass? {same}")
@@ -287,8 +290,9 @@ check_rope_layout(to_halves_layout)
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("rope_layout")` for a nudge and `hint("rope_layout", 2)` for a stronger one.
 #
-# The claim, computed: random weights used with interleaved RoPE, and the converted weights used with
-# rotate-half RoPE, give different queries but the same attention scores, for every head:
+# The claim, computed (with the course's `llama.to_halves_layout`): random weights used with
+# interleaved RoPE, and the converted weights used with rotate-half RoPE, give different queries but the
+# same attention scores, for every head:
 
 # %%
 layout_gen = torch.Generator().manual_seed(5)
@@ -300,12 +304,12 @@ W_K = torch.randn(4, 32, 8, generator=layout_gen, dtype=torch.float64)
 def rotated_scores(W_Q, W_K, layout):
     q = torch.einsum("bpm,hmd->bhpd", x_layout, W_Q)
     k = torch.einsum("bpm,hmd->bhpd", x_layout, W_K)
-    q, k = rotate_queries_keys(q, k, layout=layout)
+    q, k = llama.rotate_queries_keys(q, k, layout=layout)
     return q, q @ k.mT  # (batch, head, pos, pos)
 
 
 q_inter, s_inter = rotated_scores(W_Q, W_K, "interleaved")
-q_halves, s_halves = rotated_scores(to_halves_layout(W_Q), to_halves_layout(W_K), "halves")
+q_halves, s_halves = rotated_scores(llama.to_halves_layout(W_Q), llama.to_halves_layout(W_K), "halves")
 print("same queries?", torch.allclose(q_inter, q_halves), "  same scores?", torch.allclose(s_inter, s_halves))
 q_mixed, s_mixed = rotated_scores(W_Q, W_K, "halves")
 print("original weights with the halves layout, same scores?", torch.allclose(s_inter, s_mixed))
@@ -351,12 +355,13 @@ check_swiglu_width(swiglu_width)
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("swiglu_width")` for a nudge and `hint("swiglu_width", 2)` for a stronger one.
 #
-# Llama 2 7B's MLP width comes out of it, and at both widths the gated layer holds as many weights as
-# the GELU one, a little more after rounding up:
+# Llama 2 7B's MLP width comes out of it (here the course's `llama.swiglu_width`, the same function),
+# and at both widths the gated layer holds as many weights as the GELU one, a little more after
+# rounding up:
 
 # %%
 for d_model, multiple_of in ((512, 64), (d_llama2_7b, 256)):
-    d_mlp = swiglu_width(d_model, multiple_of)
+    d_mlp = llama.swiglu_width(d_model, multiple_of)
     gelu_weights, swiglu_weights = 2 * d_model * 4 * d_model, 3 * d_model * d_mlp
     print(f"d_model {d_model:>5}, multiple_of {multiple_of:>3}: d_mlp = {d_mlp:>6,};  GELU MLP {gelu_weights:>11,} "
           f"weights, SwiGLU {swiglu_weights:>11,} (x{swiglu_weights / gelu_weights:.3f})")
@@ -398,15 +403,18 @@ check_swiglu_feed_forward(SwiGLU)
 #
 # The gate at work: SiLU is close to 0 for negative inputs and close to the identity for positive ones,
 # so for each token and hidden unit the gate decides how much of `x @ W_in` goes through. Unlike a
-# ReLU it lets a little through below zero, and its smallest value is printed below. The module at
-# d_model 512 with the width above has exactly the weights counted there:
+# ReLU it lets a little through below zero, and its smallest value is printed below. The course's
+# `moe.SwiGLU` (the layer yours matches) at d_model 512 with the width above has exactly the weights
+# counted there:
 
 # %%
 z = torch.linspace(-6, 6, 1201, dtype=torch.float64)
 print("SiLU at -6, 0, 6:", ", ".join(f"{v:.4f}" for v in F.silu(torch.tensor([-6.0, 0.0, 6.0])).tolist()))
 print(f"smallest value: {F.silu(z).min().item():.4f} at z = {z[F.silu(z).argmin()].item():.2f}")
-swiglu_512 = SwiGLU(512, swiglu_width(512))
-print("SwiGLU(512, swiglu_width(512)) weights:", f"{sum(p.numel() for p in swiglu_512.parameters()):,}")
+from course_utils import moe
+
+swiglu_512 = moe.SwiGLU(512, llama.swiglu_width(512))
+print("moe.SwiGLU(512, llama.swiglu_width(512)) weights:", f"{sum(p.numel() for p in swiglu_512.parameters()):,}")
 
 # %% [markdown]
 # ## 5 · Grouped-query attention with RoPE and a KV cache
