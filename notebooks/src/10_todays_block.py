@@ -297,8 +297,8 @@ check_rope_layout(to_halves_layout)
 # %%
 layout_gen = torch.Generator().manual_seed(5)
 x_layout = torch.randn(2, 7, 32, generator=layout_gen, dtype=torch.float64)  # (batch, pos, d_model)
-W_Q = torch.randn(4, 32, 8, generator=layout_gen, dtype=torch.float64)  # (head, d_model, d_head)
-W_K = torch.randn(4, 32, 8, generator=layout_gen, dtype=torch.float64)
+W_Q_meta = torch.randn(4, 32, 8, generator=layout_gen, dtype=torch.float64)  # (head, d_model, d_head)
+W_K_meta = torch.randn(4, 32, 8, generator=layout_gen, dtype=torch.float64)  # both in the interleaved layout
 
 
 def rotated_scores(W_Q, W_K, layout):
@@ -308,10 +308,10 @@ def rotated_scores(W_Q, W_K, layout):
     return q, q @ k.mT  # (batch, head, pos, pos)
 
 
-q_inter, s_inter = rotated_scores(W_Q, W_K, "interleaved")
-q_halves, s_halves = rotated_scores(llama.to_halves_layout(W_Q), llama.to_halves_layout(W_K), "halves")
+q_inter, s_inter = rotated_scores(W_Q_meta, W_K_meta, "interleaved")
+q_halves, s_halves = rotated_scores(llama.to_halves_layout(W_Q_meta), llama.to_halves_layout(W_K_meta), "halves")
 print("same queries?", torch.allclose(q_inter, q_halves), "  same scores?", torch.allclose(s_inter, s_halves))
-q_mixed, s_mixed = rotated_scores(W_Q, W_K, "halves")
+q_mixed, s_mixed = rotated_scores(W_Q_meta, W_K_meta, "halves")
 print("original weights with the halves layout, same scores?", torch.allclose(s_inter, s_mixed))
 
 # %% [markdown]
