@@ -332,7 +332,8 @@ print("original weights with the halves layout, same scores?", torch.allclose(s_
 # again. The GELU MLP holds 2 · d_model · 4·d_model = 8·d_model² weights; three matrices of
 # d_model × d_mlp hold the same at d_mlp = 8/3 · d_model. Meta computes `int(2 * 4 * d_model / 3)` and
 # rounds it **up** to a multiple of `multiple_of` (256 in Llama 2), a width that splits evenly into the
-# tiles a GPU's matrix units work on; rounding up keeps the layer at least as big as the GELU MLP.
+# tiles a GPU's matrix units work on; rounding up, not down, keeps the layer from falling short of the
+# GELU MLP's size by up to a whole multiple.
 #
 # ### Exercise: The SwiGLU width (1 point, difficulty 1/3, about 5 min)
 #
