@@ -65,6 +65,8 @@
 # formula in 08). Here you put them together into one model, check it against the real thing, and
 # train it beside a GPT-2-style model of the same size.
 #
+# You write the parts: **8 exercises, 17 points, about 100 minutes in all.** Each heading gives its share.
+#
 # 1. The diff from GPT-2's block, one change at a time, each with its cost in parameters and FLOPs
 # 2. RMSNorm as a module
 # 3. Rotary positions inside attention, at any offset, in both pair layouts
@@ -82,7 +84,7 @@ from torch import nn
 
 from course_utils.env import seed_everything
 
-seed_everything(0)
+_ = seed_everything(0)  # the course seeds every generator it uses
 
 # %% [markdown]
 # ## 1 · The diff from GPT-2's block
@@ -95,12 +97,12 @@ seed_everything(0)
 
 # %%
 from course_utils.counting import GPT2_SMALL, count_parameters, forward_flops_per_token, kv_cache_bytes_per_token
-from course_utils.llama import LlamaConfig, swiglu_width, to_model_config
+from course_utils import llama
 
 CHANGES = (
     ("RMSNorm for LayerNorm", dict(norm="rmsnorm")),
     ("rotary positions for the table", dict(positions="rotary")),
-    ("SwiGLU MLP, 8/3 as wide", dict(mlp="swiglu", d_mlp=swiglu_width(GPT2_SMALL.d_model))),
+    ("SwiGLU MLP, 8/3 as wide", dict(mlp="swiglu", d_mlp=llama.swiglu_width(GPT2_SMALL.d_model))),
     ("grouped-query attention", dict(n_kv_heads=4)),
     ("no biases", dict(bias=False)),
     ("untied unembedding", dict(tie_embeddings=False)),
@@ -116,8 +118,8 @@ for label, cfg in versions:
     changed = ("", "") if before is None else (f"{params - before[0]:+,}", f"{mflops - before[1]:+.1f}")
     print(f"{label:<32}{params:>13,}{changed[0]:>13}{mflops:>14.1f}{changed[1]:>8}{kv_cache_bytes_per_token(cfg):>16,}")
     before = (params, mflops)
-llama_small = LlamaConfig(d_vocab=50257, n_ctx=1024, d_model=768, n_layers=12, n_heads=12, n_kv_heads=4)
-print("the last version is LlamaConfig at GPT-2 small's sizes:", to_model_config(llama_small) == versions[-1][1])
+llama_small = llama.LlamaConfig(d_vocab=50257, n_ctx=1024, d_model=768, n_layers=12, n_heads=12, n_kv_heads=4)
+print("the last version is LlamaConfig at GPT-2 small's sizes:", llama.to_model_config(llama_small) == versions[-1][1])
 
 # %% [markdown]
 # What each change buys, and what it costs:
@@ -488,28 +490,7 @@ print("moe.SwiGLU(512, llama.swiglu_width(512)) weights:", f"{sum(p.numel() for 
 # `n_past + 1`, ..., not 0, 1, ..., and they must be rotated as such: that is the `offset` argument
 # of your `rotate_queries_keys`. The cached keys, on the other hand, can be stored already rotated:
 # a key's rotation depends only on its own position, which never changes once it is written, so the
-# cache never needs to be touched again. The cell below checks both facts on random queries and keys,
-# with the course's `llama.rotate_queries_keys` (the reference of section 3, so that this cell runs
-# before your own is written): rotating a whole sequence from position 0 gives, in its last rows, what
-# rotating only those rows at the right offset gives; forgetting the offset changes the scores the new
-# queries give the old keys.
-
-# %%
-from course_utils.attention import GroupedQueryAttention
-from course_utils.llama import rotate_queries_keys as course_rotate
-
-gen_rope = torch.Generator().manual_seed(0)
-q_all = torch.randn(1, 4, 7, 8, generator=gen_rope, dtype=torch.float64)  # (batch, n_heads, pos, d_head)
-k_all = torch.randn(1, 2, 7, 8, generator=gen_rope, dtype=torch.float64)  # (batch, n_kv_heads, pos, d_head)
-n_past = 5
-q_whole, k_whole = course_rotate(q_all, k_all)  # all 7 positions, from 0
-q_new, k_new = course_rotate(q_all[:, :, n_past:], k_all[:, :, n_past:], offset=n_past)
-q_zero, _ = course_rotate(q_all[:, :, n_past:], k_all[:, :, n_past:])  # the offset forgotten
-same = torch.allclose(q_whole[:, :, n_past:], q_new, atol=1e-12) and torch.allclose(k_whole[:, :, n_past:], k_new, atol=1e-12)
-print(f"last rows of the whole sequence == the new rows rotated at offset {n_past}: {same}")
-old_keys = k_whole[:, :1, :n_past]  # the cached keys of key/value head 0, rotated when they were new
-right, wrong = q_new[:, :1] @ old_keys.mT, q_zero[:, :1] @ old_keys.mT  # (1, 1, 2 new queries, 5 cached keys)
-print(f"scores of the new queries on the cached keys, offset forgotten: off by up to {(right - wrong).abs().max():.2f}")
+# cache never needs to be touched again (section 3's cell showed both facts on random queries and keys).
 
 # %% [markdown]
 # ### Exercise: Rotary attention with a cache (3 points, difficulty 3/3, about 25 min)
@@ -534,6 +515,9 @@ print(f"scores of the new queries on the cached keys, offset forgotten: off by u
 # rotated again at every call, is slower but right.
 
 # %%
+from course_utils.attention import GroupedQueryAttention
+
+
 class RotaryAttention(GroupedQueryAttention):
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, layout: str = "halves"):
         super().__init__(d_model, n_heads, n_kv_heads)  # W_Q, W_K, W_V, W_O and qkv, as in notebook 05
