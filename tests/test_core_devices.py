@@ -328,6 +328,8 @@ NOT_ON_META = {
     "gpt.config.check_tokens": "range-checks token ids with .item()",
     "gpt.config.check_state_dict": "compares a state dict's names and shapes, returns None",
     "gpt.model.stream_rms": "returns Python floats",
+    **{f"gpt.token_cache.{n}": "a disk cache of Python objects (files and hashes), no tensors"
+       for n in ("cache_key", "cached")},
     "gpt.model.initialise": "draws every weight on the CPU from a torch.Generator; a meta weight is skipped, by design",
     "gpt.cache.KVCache": "a dataclass holding its caller's tensors",
     "gpt.generation.forward_with_cache": "token ids are range-checked with .item() (its pieces are swept)",

@@ -25,6 +25,7 @@ import torch
 from course_utils.corpus import DATA_DIR, load_corpus
 from course_utils.gpt.model import GPT
 from course_utils.gpt.config import GPTConfig, check_state_dict
+from course_utils.gpt.token_cache import cached
 from course_utils.env.threads import torch_threads
 from course_utils.tokenisation.byte_bpe import ByteBPETokenizer
 from course_utils.tokenisation.course import SPECIAL_TOKENS
@@ -48,19 +49,37 @@ def small_gpt_tokenizer() -> ByteBPETokenizer:
     """The course's byte-level BPE trained on the whole corpus with 512 ids (once per session).
 
     Smaller than notebook 01's 2,048: in a 3-minute CPU run a small model sees about a million
-    tokens, too few to learn 2,048² next-token statistics, but plenty for 512 ids.
+    tokens, too few to learn 2,048² next-token statistics, but plenty for 512 ids. Kept between
+    processes in ``data/cache/`` (``token_cache``), so only the first process trains it.
     """
     if SMALL_GPT_VOCAB_SIZE not in _TOKENIZER:
-        _TOKENIZER[SMALL_GPT_VOCAB_SIZE] = ByteBPETokenizer.train(
-            load_corpus(), SMALL_GPT_VOCAB_SIZE, special_tokens=SPECIAL_TOKENS
+        _TOKENIZER[SMALL_GPT_VOCAB_SIZE] = cached(
+            f"small_gpt_tokenizer_{SMALL_GPT_VOCAB_SIZE}.json",
+            lambda: ByteBPETokenizer.train(load_corpus(), SMALL_GPT_VOCAB_SIZE, special_tokens=SPECIAL_TOKENS),
+            lambda tokenizer, path: tokenizer.save(path),
+            ByteBPETokenizer.load,
         )
     return _TOKENIZER[SMALL_GPT_VOCAB_SIZE]
 
 
+def _load_ids(path: Path) -> torch.Tensor:
+    ids = torch.load(path, weights_only=True)
+    if not isinstance(ids, torch.Tensor) or ids.dtype != torch.int16 or ids.ndim != 1:
+        raise ValueError(f"{str(path)!r} does not hold a 1-d int16 tensor of token ids")
+    return ids.long()
+
+
 def corpus_tokens(tokenizer: ByteBPETokenizer | None = None) -> torch.Tensor:
-    """The whole corpus as one 1-d tensor of BPE ids (``small_gpt_tokenizer()`` by default)."""
-    tokenizer = small_gpt_tokenizer() if tokenizer is None else tokenizer
-    return torch.tensor(tokenizer.encode_ordinary(load_corpus()), dtype=torch.long)
+    """The whole corpus as one 1-d tensor of BPE ids (``small_gpt_tokenizer()`` by default, whose ids are
+    kept between processes in ``data/cache/``)."""
+    if tokenizer is not None:
+        return torch.tensor(tokenizer.encode_ordinary(load_corpus()), dtype=torch.long)
+    return cached(
+        f"small_gpt_tokens_{SMALL_GPT_VOCAB_SIZE}.pt",
+        lambda: torch.tensor(small_gpt_tokenizer().encode_ordinary(load_corpus()), dtype=torch.long),
+        lambda ids, path: torch.save(ids.to(torch.int16), path),  # 512 ids fit in int16: half the file
+        _load_ids,
+    )
 
 
 def train_course_model(
