@@ -216,6 +216,15 @@ def _calls_06_09() -> dict:
         "counting.decoder.Attention": module_call("counting.decoder.Attention", MOECFG, x=t(2, 5, 8)),
         "counting.decoder.MLP": module_call("counting.decoder.MLP", TINY, x=t(2, 5, 8)),
         **_calls_llama(),
+        **_calls_interp(),
+    }
+
+
+def _calls_interp() -> dict:
+    from course_utils.interp import logit_lens as LL
+
+    return {
+        "interp.logit_lens.check_token_ids": lambda: LL.check_token_ids("target", ids(3), 3, 10),
     }
 
 
@@ -390,6 +399,10 @@ NOT_ON_META = {
     "llama.feed_forward.swiglu_width": "arithmetic on Python ints, no tensors",
     "llama.config.LlamaConfig": "a dataclass of numbers",
     "llama.config.to_model_config": "turns a LlamaConfig's Python numbers into a counting.ModelConfig, no tensors",
+    "interp.logit_lens.check_gpt": "checks a module's type and returns it, no tensors",
+    "interp.logit_lens.check_position": "checks a Python int, no tensors",
+    **{f"interp.logit_lens.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
+       for n in ("residual_stream", "lens_logits", "lens_readout")},
     **{f"llama.transformers_weights.{n}": "reads a transformers config or copies its model's weights: needs data"
        for n in ("config_from_transformers", "load_llama", "load_llama_block")},
 }

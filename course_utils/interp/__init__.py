@@ -1,0 +1,19 @@
+"""Inside the trained model (issue 40): reading notebook 09's GPT and a toy induction circuit.
+
+Modules:
+
+- ``logit_lens``: the residual stream after every block, decoded by the final norm and unembedding
+
+Their public names are importable from the package itself (``from course_utils.interp import lens_readout``),
+loaded when first used (lazy_loader), so importing the package costs nothing.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "logit_lens": ["check_gpt", "check_position", "check_token_ids", "residual_stream", "lens_logits",
+                       "lens_readout"],
+    },
+)
