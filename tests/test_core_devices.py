@@ -403,6 +403,8 @@ NOT_ON_META = {
     "interp.logit_lens.check_position": "checks a Python int, no tensors",
     **{f"interp.logit_lens.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
        for n in ("residual_stream", "lens_logits", "lens_readout")},
+    **{f"interp.attribution.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
+       for n in ("component_writes", "direct_logit_attribution")},
     **{f"llama.transformers_weights.{n}": "reads a transformers config or copies its model's weights: needs data"
        for n in ("config_from_transformers", "load_llama", "load_llama_block")},
 }

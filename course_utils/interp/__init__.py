@@ -3,6 +3,7 @@
 Modules:
 
 - ``logit_lens``: the residual stream after every block, decoded by the final norm and unembedding
+- ``attribution``: direct logit attribution to the embedding, each head, each MLP (final norm's scale frozen)
 
 Their public names are importable from the package itself (``from course_utils.interp import lens_readout``),
 loaded when first used (lazy_loader), so importing the package costs nothing.
@@ -15,5 +16,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "logit_lens": ["check_gpt", "check_position", "check_token_ids", "residual_stream", "lens_logits",
                        "lens_readout"],
+        "attribution": ["component_writes", "direct_logit_attribution"],
     },
 )
