@@ -221,10 +221,11 @@ def _calls_06_09() -> dict:
 
 
 def _calls_interp() -> dict:
-    from course_utils.interp import logit_lens as LL
+    from course_utils.interp import logit_lens as LL, patching as PA
 
     return {
         "interp.logit_lens.check_token_ids": lambda: LL.check_token_ids("target", ids(3), 3, 10),
+        "interp.patching.restored_fraction": lambda: PA.restored_fraction(t(3), t(3), t(3)),
     }
 
 
@@ -405,6 +406,8 @@ NOT_ON_META = {
        for n in ("residual_stream", "lens_logits", "lens_readout")},
     **{f"interp.attribution.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
        for n in ("component_writes", "direct_logit_attribution")},
+    **{f"interp.patching.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
+       for n in ("run_with_patches", "residual_patching_map", "head_patching_map")},
     **{f"llama.transformers_weights.{n}": "reads a transformers config or copies its model's weights: needs data"
        for n in ("config_from_transformers", "load_llama", "load_llama_block")},
 }

@@ -4,6 +4,7 @@ Modules:
 
 - ``logit_lens``: the residual stream after every block, decoded by the final norm and unembedding
 - ``attribution``: direct logit attribution to the embedding, each head, each MLP (final norm's scale frozen)
+- ``patching``: activation patching from a clean run into a corrupted one, by stream position and by head
 
 Their public names are importable from the package itself (``from course_utils.interp import lens_readout``),
 loaded when first used (lazy_loader), so importing the package costs nothing.
@@ -17,5 +18,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "logit_lens": ["check_gpt", "check_position", "check_token_ids", "residual_stream", "lens_logits",
                        "lens_readout"],
         "attribution": ["component_writes", "direct_logit_attribution"],
+        "patching": ["run_with_patches", "restored_fraction", "residual_patching_map", "head_patching_map"],
     },
 )
