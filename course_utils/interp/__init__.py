@@ -5,6 +5,7 @@ Modules:
 - ``logit_lens``: the residual stream after every block, decoded by the final norm and unembedding
 - ``attribution``: direct logit attribution to the embedding, each head, each MLP (final norm's scale frozen)
 - ``patching``: activation patching from a clean run into a corrupted one, by stream position and by head
+- ``induction_circuit``: a two-layer attention-only model's induction head, its ablation, K-composition
 
 Their public names are importable from the package itself (``from course_utils.interp import lens_readout``),
 loaded when first used (lazy_loader), so importing the package costs nothing.
@@ -19,5 +20,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                        "lens_readout"],
         "attribution": ["component_writes", "direct_logit_attribution"],
         "patching": ["run_with_patches", "restored_fraction", "residual_patching_map", "head_patching_map"],
+        "induction_circuit": [
+            "COPY_TASK", "copy_sequences", "copy_loss", "train_copy_model", "trained_copy_model", "ablated_logits",
+            "composition_score", "k_composition_scores", "random_composition_baseline", "circuit_reading",
+        ],
     },
 )
