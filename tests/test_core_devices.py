@@ -421,6 +421,12 @@ NOT_ON_META = {
     "interp.induction_circuit.trained_copy_model": "trains a model: needs data",
     "interp.induction_circuit.random_composition_baseline": "Python ints in, a Python float out (seeded CPU draws)",
     "interp.induction_circuit.circuit_reading": "returns Python numbers read from a trained model (needs data)",
+    "interp.sae_on_mlp.held_out_windows": "reads and encodes the corpus: files and data",
+    "interp.sae_on_mlp.mlp_hidden": "token ids are range-checked with .item() (gpt.check_tokens)",
+    "interp.sae_on_mlp.MLPSparseAutoencoder": "a dataclass holding a trained SAE and a Python float",
+    "interp.sae_on_mlp.train_mlp_sae": "trains an SAE: needs data",
+    "interp.sae_on_mlp.sae_report": "returns Python floats from the SAE's activations (needs data)",
+    "interp.sae_on_mlp.top_activating_snippets": "decodes token ids into strings (needs data)",
     **{f"llama.transformers_weights.{n}": "reads a transformers config or copies its model's weights: needs data"
        for n in ("config_from_transformers", "load_llama", "load_llama_block")},
 }
