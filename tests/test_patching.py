@@ -89,6 +89,8 @@ def test_a_tiny_case_by_hand():
     assert grid[1].tolist() == [0, 0, 0, 1]
     heads = head_patching_map(model, clean, corrupted, -1, a, b)  # the only head carries all the difference
     assert heads.item() == pytest.approx(1.0, abs=1e-12)
+    earlier = residual_patching_map(model, clean, corrupted, 2, a, b)  # scored at position 2: position 3 is hidden
+    assert earlier[:, 3].tolist() == [0, 0] and earlier[1].tolist() == [0, 0, 1, 0]
 
 
 def test_argument_checks():
