@@ -12,7 +12,8 @@ import torch
 from course_utils.attention.induction import AttentionOnlyTransformer
 from course_utils.interp.induction_circuit import (COPY_TASK, ablated_logits, circuit_reading, composition_score,
                                                    copy_loss, copy_sequences, k_composition_scores,
-                                                   random_composition_baseline, trained_copy_model)
+                                                   random_composition_baseline, train_copy_model,
+                                                   trained_copy_model)
 
 SEEDS = range(5)
 ABLATION_RISE = 0.05  # nats: zeroing the top induction head costs at least this much on the repeated half
@@ -59,6 +60,17 @@ def test_composition_scores_by_hand_and_against_the_transformerlens_form():
     assert 0.05 < baseline < 0.5 and baseline == random_composition_baseline(32, 8, n_samples=100)
     with pytest.raises(ValueError, match="right"):
         composition_score(torch.eye(3), torch.eye(4))
+
+
+def test_training_is_seeded_and_deterministic():
+    short = dataclasses.replace(COPY_TASK, steps=15)
+    (a, losses_a), (b, losses_b) = train_copy_model(short, 3), train_copy_model(short, 3)
+    assert losses_a == losses_b and all(torch.equal(a.state_dict()[k], v) for k, v in b.state_dict().items())
+    assert train_copy_model(short, 4)[1] != losses_a
+    first, _ = trained_copy_model(short, 3)  # remembered: a fresh copy each time, so changing one changes nothing
+    with torch.no_grad():
+        first.W_U.zero_()
+    assert torch.equal(trained_copy_model(short, 3)[0].W_U, a.W_U)
 
 
 def test_ablated_logits_equal_a_model_whose_head_writes_nothing():
