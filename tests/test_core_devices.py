@@ -216,6 +216,23 @@ def _calls_06_09() -> dict:
         "counting.decoder.Attention": module_call("counting.decoder.Attention", MOECFG, x=t(2, 5, 8)),
         "counting.decoder.MLP": module_call("counting.decoder.MLP", TINY, x=t(2, 5, 8)),
         **_calls_llama(),
+        **_calls_interp(),
+    }
+
+
+def _calls_interp() -> dict:
+    from course_utils.attention.induction import AttentionOnlyTransformer
+    from course_utils.interp import induction_circuit as IC, logit_lens as LL, patching as PA
+
+    def copy_model(use):
+        return with_meta_module(lambda: AttentionOnlyTransformer(IC.COPY_TASK), use)
+
+    return {
+        "interp.induction_circuit.ablated_logits": copy_model(lambda m: IC.ablated_logits(m, ids(2, 5), 1, 0)),
+        "interp.induction_circuit.composition_score": lambda: IC.composition_score(t(4, 4), t(4, 4)),
+        "interp.induction_circuit.k_composition_scores": copy_model(IC.k_composition_scores),
+        "interp.logit_lens.check_token_ids": lambda: LL.check_token_ids("target", ids(3), 3, 10),
+        "interp.patching.restored_fraction": lambda: PA.restored_fraction(t(3), t(3), t(3)),
     }
 
 
@@ -393,6 +410,26 @@ NOT_ON_META = {
     "llama.feed_forward.swiglu_width": "arithmetic on Python ints, no tensors",
     "llama.config.LlamaConfig": "a dataclass of numbers",
     "llama.config.to_model_config": "turns a LlamaConfig's Python numbers into a counting.ModelConfig, no tensors",
+    "interp.logit_lens.check_gpt": "checks a module's type and returns it, no tensors",
+    "interp.logit_lens.check_position": "checks a Python int, no tensors",
+    **{f"interp.logit_lens.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
+       for n in ("residual_stream", "lens_logits", "lens_readout")},
+    **{f"interp.attribution.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
+       for n in ("component_writes", "direct_logit_attribution")},
+    **{f"interp.patching.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
+       for n in ("run_with_patches", "residual_patching_map", "head_patching_map")},
+    "interp.induction_circuit.copy_sequences": "builds seeded data from a torch.Generator",
+    "interp.induction_circuit.copy_loss": "keeps the copy's targets with a boolean mask (data-dependent shape)",
+    "interp.induction_circuit.train_copy_model": "trains a model: needs data",
+    "interp.induction_circuit.trained_copy_model": "trains a model: needs data",
+    "interp.induction_circuit.random_composition_baseline": "Python ints in, a Python float out (seeded CPU draws)",
+    "interp.induction_circuit.circuit_reading": "returns Python numbers read from a trained model (needs data)",
+    "interp.sae_on_mlp.held_out_windows": "reads and encodes the corpus: files and data",
+    "interp.sae_on_mlp.mlp_hidden": "token ids are range-checked with .item() (gpt.check_tokens)",
+    "interp.sae_on_mlp.MLPSparseAutoencoder": "a dataclass holding a trained SAE and a Python float",
+    "interp.sae_on_mlp.train_mlp_sae": "trains an SAE: needs data",
+    "interp.sae_on_mlp.sae_report": "returns Python floats from the SAE's activations (needs data)",
+    "interp.sae_on_mlp.top_activating_snippets": "decodes token ids into strings (needs data)",
     **{f"llama.transformers_weights.{n}": "reads a transformers config or copies its model's weights: needs data"
        for n in ("config_from_transformers", "load_llama", "load_llama_block")},
     **{f"llama.side_by_side.{n}": "trains or reads the side-by-side runs: corpus tokens and files"

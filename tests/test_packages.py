@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "course_utils"
-PACKAGES = ["tokenisation", "attention", "counting", "env", "gpt", "llama", "moe", "superposition"]
+PACKAGES = ["tokenisation", "attention", "counting", "env", "gpt", "llama", "moe", "superposition", "interp"]
 
 
 def _submodules(package: str) -> set[str]:
@@ -33,7 +33,9 @@ def test_every_exported_name_is_the_submodules_own_object(package):
 
 
 def test_importing_a_package_loads_nothing_until_a_name_is_used():
-    code = ("import sys; import course_utils.gpt, course_utils.moe, course_utils.env, course_utils.llama; "
+    code = ("import sys; import course_utils.gpt, course_utils.moe, course_utils.env, course_utils.llama, "
+            "course_utils.interp; "
             "print(sorted(m for m in sys.modules if m.startswith('course_utils.') or m == 'torch'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['course_utils.env', 'course_utils.gpt', 'course_utils.llama', 'course_utils.moe']", out
+    assert out.strip() == ("['course_utils.env', 'course_utils.gpt', 'course_utils.interp', 'course_utils.llama', "
+                           "'course_utils.moe']"), out
