@@ -11,6 +11,7 @@ Modules:
 - ``training``: loss, batches, schedule, the training loop
 - ``optim``: AdamW, the schedule and clipping by hand
 - ``checkpoint``: the course's trained checkpoints
+- ``token_cache``: the small GPT's tokenizer and corpus ids, kept on disk between processes
 - ``resume``: a training run's state, saved and restored
 - ``gpt2_weights``: GPT-2's weights in the course's class
 - ``capstone``: the student's parts assembled
@@ -40,6 +41,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "make_optimizer", "train",
         ],
         "optim": ["CLIP_EPS", "decays", "adamw_step", "lr_schedule", "clip_grad_norm", "StepOptimizer"],
+        "token_cache": ["cache_key", "cached"],
         "checkpoint": [
             "COURSE_CHECKPOINT", "SEED_CHECKPOINTS", "SEEDS", "SMALL_GPT_VOCAB_SIZE", "COURSE_MODEL", "FILES",
             "small_gpt_tokenizer", "corpus_tokens", "train_course_model", "seed_checkpoint", "replay_first_steps",
