@@ -53,7 +53,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "WEIGHT_FILES", "gpt2_config", "gpt2_small_config", "convert_gpt2_state_dict", "to_gpt2_state_dict",
             "read_weights", "load_gpt2", "load_gpt2_from_hub",
         ],
-        "capstone": ["training_loop", "estimate_loss", "FusedGPT", "NOT_PASSED", "Capstone", "assemble"],
+        "capstone": ["training_loop", "estimate_loss", "on_targets", "FusedGPT", "NOT_PASSED", "Capstone", "assemble"],
         "gpu_profile": [
             "CHOICES", "Profile", "CPU_PROFILE", "GPU_PROFILE", "choose_profile", "train_profile", "profile_samples",
         ],

@@ -860,20 +860,29 @@ check_clip_grad_norm(clip_grad_norm)
 # `get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)` with **one** generator, seeded once
 # with `cfg.seed` before the loop: that is what makes the run reproducible, batch for batch.
 #
-# Write `training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm)`: train
-# `model` in place for `n_steps` steps and return the list of the steps' losses (Python floats). `cfg`
-# is a `TrainConfig` (`cfg.max_lr`, `cfg.min_lr`, `cfg.warmup_steps`, `cfg.steps`, `cfg.batch_size`,
-# `cfg.grad_clip`, `cfg.seed`); the schedule and the clipping are passed in, shaped like your two
-# functions above: call `lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)`, and
-# put what `clip_grad_norm(grads, cfg.grad_clip)` returns back into each parameter's `.grad`. The check
-# trains a tiny GPT for a few steps with the course's AdamW and compares your losses with the course
-# loop's, which repeats `training.train` step for step.
+# `get_batch` returns `(inputs, targets)`, each `(batch, n_ctx)`, and the targets are **already
+# shifted**: `targets[:, i]` is the token after `inputs[:, i]` (both come from one window of n_ctx + 1
+# tokens). So the loss of a batch is `loss_fn(model(inputs), targets)`, with no second shift: the
+# function passed in scores row i of the logits against `targets[:, i]`, as the course's
+# `sequence_loss` does. The capstone passes in your `next_token_loss`, which shifts by itself, by
+# giving it the window it expects (`course_utils.gpt.capstone.on_targets`).
+#
+# Write `training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm, loss_fn)`:
+# train `model` in place for `n_steps` steps and return the list of the steps' losses (Python floats).
+# `cfg` is a `TrainConfig` (`cfg.max_lr`, `cfg.min_lr`, `cfg.warmup_steps`, `cfg.steps`,
+# `cfg.batch_size`, `cfg.grad_clip`, `cfg.seed`); the schedule, the clipping and the loss are passed in,
+# the first two shaped like your functions above: call `lr_schedule(step, cfg.max_lr, cfg.min_lr,
+# cfg.warmup_steps, cfg.steps)`, put what `clip_grad_norm(grads, cfg.grad_clip)` returns back into each
+# parameter's `.grad`, and score each batch with `loss_fn(logits, targets)`. The check trains a tiny GPT
+# for a few steps with the course's AdamW and compares your losses with the course loop's, which repeats
+# `training.train` step for step.
 
 # %%
-from course_utils.gpt import get_batch, sequence_loss
+from course_utils.gpt import get_batch
 
 
-def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, lr_schedule, clip_grad_norm) -> list:
+def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, lr_schedule, clip_grad_norm,
+                  loss_fn) -> list:
     # BEGIN SOLUTION
     generator = torch.Generator().manual_seed(cfg.seed)
     losses = []
@@ -882,7 +891,7 @@ def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, 
         for group in optimizer.param_groups:
             group["lr"] = lr
         x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
-        loss = sequence_loss(model(x), y)
+        loss = loss_fn(model(x), y)  # y is shifted already: row i of the logits against y[:, i]
         optimizer.zero_grad()
         loss.backward()
         params = [p for p in model.parameters() if p.grad is not None]
@@ -949,9 +958,10 @@ check_estimate_loss(estimate_loss)
 # %% [markdown]
 # ### The capstone: your GPT, trained by your code
 #
-# The cell below assembles the run from your parts: your `SmallGPT`, `adamw_step`, `lr_schedule`,
-# `clip_grad_norm`, `training_loop` and `estimate_loss` wherever their checks pass, the course's where they do not (the
-# course's model runs PyTorch's fused kernels), and says in one line which is which
+# The cell below assembles the run from your parts: your `SmallGPT`, `next_token_loss` (the loss your
+# loop optimises), `adamw_step`, `lr_schedule`, `clip_grad_norm`, `training_loop` and `estimate_loss`
+# wherever their checks pass, the course's where they do not (the course's model runs PyTorch's fused
+# kernels, its loss is `sequence_loss`), and says in one line which is which
 # (`course_utils.gpt.capstone.assemble`). Your model starts from the course model's seeded initial
 # weights (your class takes its `state_dict`, as in the check) and your loop draws the recipe's
 # batches from the recipe's seed, so the run repeats the committed one step for step, up to floating
@@ -962,13 +972,13 @@ check_estimate_loss(estimate_loss)
 # %%
 from course_utils.gpt import assemble
 from course_utils.checks.small_gpt import (check_adamw_step, check_clip_grad_norm, check_estimate_loss,
-                                           check_lr_schedule, check_training_loop)
+                                           check_lr_schedule, check_next_token_loss, check_training_loop)
 
-parts = {"model": SmallGPT, "adamw_step": adamw_step, "lr_schedule": lr_schedule,
+parts = {"model": SmallGPT, "next_token_loss": next_token_loss, "adamw_step": adamw_step, "lr_schedule": lr_schedule,
          "clip_grad_norm": clip_grad_norm, "training_loop": training_loop, "estimate_loss": estimate_loss}
-checks = {"model": check_gpt_forward, "adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule,
-          "clip_grad_norm": check_clip_grad_norm, "training_loop": check_training_loop,
-          "estimate_loss": check_estimate_loss}
+checks = {"model": check_gpt_forward, "next_token_loss": check_next_token_loss, "adamw_step": check_adamw_step,
+          "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
+          "training_loop": check_training_loop, "estimate_loss": check_estimate_loss}
 capstone = assemble(parts, {part: check(parts[part]) for part, check in checks.items()}, COURSE_MODEL, train_cfg,
                     device=device)
 print(capstone.summary())
