@@ -24,7 +24,8 @@ TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=2)
 CFG = TrainConfig(steps=30, batch_size=4, warmup_steps=3, max_lr=1e-2, min_lr=1e-3, grad_clip=0.5, seed=3)
 IDS = torch.randint(0, 30, (500,), generator=torch.Generator().manual_seed(0))
 
-CHECKS = {"next_token_loss": check_next_token_loss, "adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
+CHECKS = {"next_token_loss": check_next_token_loss,
+          "adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
           "training_loop": check_training_loop, "estimate_loss": check_estimate_loss}
 
 

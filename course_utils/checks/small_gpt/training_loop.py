@@ -6,9 +6,9 @@ generator)`` with ONE generator seeded with ``cfg.seed``; each step sets the rat
 batch with ``loss_fn(model(inputs), targets)`` (the targets are shifted already), zeroes the old gradients,
 back-propagates, replaces the gradients by ``clip_grad_norm(grads, cfg.grad_clip)``'s and steps the optimiser;
 return the list of the steps' losses (floats). The check trains a tiny seeded GPT for a few steps with the
-course's AdamW, schedule and clipping, and compares the losses with the course loop's, which replays ``training.train`` (``tests/test_capstone.py``);
-its second case passes in another schedule, another clipping and another loss (``schedule_at_half_rate``,
-``clip_by_value``, ``smoothed_loss``), so a loop that ignores the functions it is given gets other losses.
+course's AdamW, schedule and clipping, and compares the losses with the course loop's (``training.train``'s,
+``tests/test_capstone.py``); its second case passes in another schedule, clipping and loss (``schedule_at_half_rate``,
+``clip_by_value``, ``smoothed_loss``): a loop that ignores the functions it is given gets other losses.
 """
 
 from __future__ import annotations
