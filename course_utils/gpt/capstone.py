@@ -128,7 +128,21 @@ def _reason(why: str, n: int) -> str:
     return "its check has not passed" if n == 1 else "their checks have not passed"
 
 
-def _passed(verdict) -> bool:
+def summary_line(names: Mapping[str, str], yours: Mapping[str, bool], why_not: Mapping[str, str]) -> str:
+    """``'all parts yours: a, b'``, or ``'yours: a; the course's: b (its check has not passed)'``, parts in
+    ``names``' order (part -> what the line calls it), the course's grouped by the reason."""
+    mine = [names[p] for p in names if yours[p]]
+    if len(mine) == len(names):
+        return f"all parts yours: {', '.join(mine)}"
+    groups: dict[str, list[str]] = {}  # reason -> parts, in the names' order
+    for p in names:
+        if not yours[p]:
+            groups.setdefault(why_not[p], []).append(names[p])
+    theirs = "; ".join(f"{', '.join(parts)} ({_reason(why, len(parts))})" for why, parts in groups.items())
+    return f"yours: {', '.join(mine) or 'none yet'}; the course's: {theirs}"
+
+
+def passed(verdict) -> bool:
     """A verdict (``checks.Verdict``) or a bool: ``True`` only for a passed check."""
     return verdict is True or getattr(verdict, "passed", False) is True
 
@@ -150,15 +164,7 @@ class Capstone:
 
     def summary(self) -> str:
         """One line: ``'all parts yours: model, loss, AdamW, ..., evaluation'``, or which are the course's, why."""
-        mine = [PARTS[p] for p in PARTS if self.yours[p]]
-        if len(mine) == len(PARTS):
-            return f"all parts yours: {', '.join(mine)}"
-        groups: dict[str, list[str]] = {}  # reason -> parts, in PARTS order
-        for p in PARTS:
-            if not self.yours[p]:
-                groups.setdefault(self.why_not[p], []).append(PARTS[p])
-        theirs = "; ".join(f"{', '.join(names)} ({_reason(why, len(names))})" for why, names in groups.items())
-        return f"yours: {', '.join(mine) or 'none yet'}; the course's: {theirs}"
+        return summary_line(PARTS, self.yours, self.why_not)
 
     def train(self, train_ids, n_steps: int | None = None) -> list[float]:
         """Run the loop for ``n_steps`` (the whole recipe by default) on the model's device; returns the losses.
@@ -175,7 +181,7 @@ class Capstone:
         return float(self.estimate_loss(self.model, val_ids, self.train_cfg.eval_windows))
 
 
-def _student_model(cls, cfg: GPTConfig, course: GPT) -> tuple[nn.Module | None, str]:
+def student_model(cls, cfg: GPTConfig, course: nn.Module) -> tuple[nn.Module | None, str]:
     """The student's class built from ``cfg`` with the course model's initial weights, or (None, why not)."""
     try:
         model = cls(cfg)
@@ -200,13 +206,13 @@ def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg:
     train_cfg = TrainConfig() if train_cfg is None else train_cfg
     if not isinstance(train_cfg, TrainConfig):
         raise TypeError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
-    yours = {p: _passed(verdicts.get(p)) and callable(parts.get(p)) for p in PARTS}
+    yours = {p: passed(verdicts.get(p)) and callable(parts.get(p)) for p in PARTS}
     why_not = {p: "" if yours[p] else NOT_PASSED for p in PARTS}
     course = GPT(model_cfg)
     course.reset_parameters(torch.Generator().manual_seed(train_cfg.seed if seed is None else seed))
     model = None
     if yours["model"]:
-        model, why_not["model"] = _student_model(parts["model"], model_cfg, course)
+        model, why_not["model"] = student_model(parts["model"], model_cfg, course)
         yours["model"] = model is not None
     if model is None:
         model = FusedGPT(course)
