@@ -399,6 +399,8 @@ NOT_ON_META = {
     "gpt.layer_cache.cached_sample": "samples tokens: needs data",
     "gpt.own_sampler.OwnSampler": "a dataclass of the assembled parts",
     "gpt.own_sampler.assemble_sampler": "builds models from a trained GPT's weights (no input tensor to follow)",
+    "gpt.padded.PaddedGPT": "a gpt.GPT, whose token ids are range-checked with .item() (its pieces are swept)",
+    "gpt.padded.sample_padded": "samples tokens: needs data",
     "env.threads.threads_for_load": "reads the machine's load average",
     "llama.feed_forward.swiglu_width": "arithmetic on Python ints, no tensors",
     "llama.config.LlamaConfig": "a dataclass of numbers",

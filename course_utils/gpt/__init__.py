@@ -8,6 +8,7 @@ Modules:
 - ``kv_cache``: the KV cache, reference path
 - ``kv_cache_fused``: the KV cache in preallocated buffers
 - ``layer_cache``: the cache as notebook 09's own modules take it
+- ``padded``: sampling a left-padded batch of prompts
 - ``generation``: forward with a cache, sampling a continuation
 - ``training``: loss, batches, schedule, the training loop
 - ``optim``: AdamW, the schedule and clipping by hand
@@ -37,6 +38,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "cache": ["KVCache"],
         "kv_cache": ["cached_attention", "project_qkv", "write_heads"],
         "generation": ["forward_with_cache", "generate"],
+        "padded": ["PaddedGPT", "sample_padded"],
         "layer_cache": ["LayerCache", "new_cache", "CachedAttention", "CachedBlock", "CachedGPT", "cached_sample"],
         "training": [
             "TrainConfig", "sequence_loss", "split_tokens", "get_batch", "lr_at", "bigram_loss", "evaluate",

@@ -64,8 +64,8 @@
 #         points: 2
 #       sample_tokens:
 #         difficulty: 2
-#         minutes: 10
-#         points: 2
+#         minutes: 15
+#         points: 3
 #       sample_with_cache:
 #         difficulty: 2
 #         minutes: 10
@@ -107,7 +107,7 @@
 # the same class has GPT-2 small's shape and takes GPT-2's tensors once your code converts them (offline,
 # tensors of GPT-2's shapes filled at random: GPT-2's real weights are a download this notebook never runs).
 #
-# You write most of it: **19 exercises, 42 points, about 270 minutes in all.** Each heading gives
+# You write most of it: **19 exercises, 43 points, about 275 minutes in all.** Each heading gives
 # its share.
 #
 # 1. LayerNorm by hand; layer norm vs batch norm; pre-norm vs post-norm
@@ -115,7 +115,8 @@
 #    initialisation, the residual stream piece by piece, logits and the loss
 # 3. Training: AdamW, warm-up and cosine decay, clipping, the training loop, the validation loss, a
 #    bigram baseline, and your GPT trained by your own code
-# 4. Generation: greedy, temperature, top-k, top-p, and a KV cache
+# 4. Generation: greedy, temperature, top-k, top-p, a batch of prompts of different lengths, and
+#    your model with your KV cache
 # 5. Inside the trained model: a head with a name, and what removing it costs
 # 6. GPT-2 small's shape in the same class, and your code that converts GPT-2's tensors into it
 
@@ -1183,27 +1184,41 @@ for name, kw in {"plain sampling": {}, "top-k 20": dict(top_k=20), "top-p 0.9": 
 # probability, so where the model is sure it keeps only a few; top-k always keeps 20, so where the
 # model is sure its twentieth token can itself be one in a thousand, and top-k can still draw it.
 #
-# ### Exercise: The sampling loop (2 points, difficulty 2/3, about 10 min)
+# ### Exercise: The sampling loop, for prompts of different lengths (3 points, difficulty 2/3, about 15 min)
 #
-# Write `sample_tokens(model, prompt, n_new, temperature, generator)`: `prompt` is `(batch, pos)`
-# token ids; return `(batch, pos + n_new)`, the prompt followed by `n_new` tokens. Run the model on
-# at most its last `model.cfg.n_ctx` tokens each step, and draw each token with
+# The loop above runs one prompt, or several of the same length. Prompts of different lengths go into
+# one batch with notebook 04's **left padding**: every prompt ends in the last column, where the next
+# token is predicted and appended; the mask hides the padding keys, and each prompt's positions count
+# from 0 at its first real token, so it sees what it would see alone. `masking.left_padded_batch(seqs,
+# pad_id)` (the course's version of 04's exercise) returns `(ids, mask, positions)`; the model here is
+# the course's `PaddedGPT`, called as `model(ids, mask, positions)`.
+#
+# Write `sample_tokens(model, prompts, n_new, temperature, generator, pad_id)`: `prompts` is a list of
+# prompts (lists of token ids) of different lengths. Each step, pad the sequences so far into one
+# batch (at most the last `model.cfg.n_ctx` tokens of each, their positions counted again from 0), run
+# the model, and draw one token per sequence from the last column's logits with
 # `sample_next_token(logits, temperature, generator=generator)` (from `course_utils.sampling`), once
-# per step for the whole batch, so your draws match the check's.
+# per step for the whole batch, so your draws match the check's; append each to its sequence. Return
+# the finished sequences left-padded with `pad_id`, `(batch, longest prompt + n_new)`. `pad_id` may be
+# an id that real tokens use too: the mask, not the id, says what is padding.
 
 # %%
+from course_utils.masking import left_padded_batch
 from course_utils.sampling import sample_next_token
 
 
 @torch.no_grad()  # sampling needs no gradients: no graph is built step after step
-def sample_tokens(model, prompt: torch.Tensor, n_new: int, temperature: float, generator: torch.Generator) -> torch.Tensor:
+def sample_tokens(model, prompts: list, n_new: int, temperature: float, generator: torch.Generator,
+                  pad_id: int) -> torch.Tensor:
     # BEGIN SOLUTION
-    ids = prompt
+    seqs = [list(p) for p in prompts]
     for _ in range(n_new):
-        logits = model(ids[:, -model.cfg.n_ctx:])[:, -1]
-        next_id = sample_next_token(logits, temperature, generator=generator)
-        ids = torch.cat([ids, next_id[:, None]], dim=1)
-    return ids
+        ids, mask, positions = left_padded_batch([s[-model.cfg.n_ctx:] for s in seqs], pad_id)
+        logits = model(ids, mask, positions)[:, -1]  # (batch, d_vocab): every prompt ends in the last column
+        next_ids = sample_next_token(logits, temperature, generator=generator)
+        for seq, token in zip(seqs, next_ids.tolist()):
+            seq.append(token)
+    return left_padded_batch(seqs, pad_id)[0]
     # END SOLUTION
 
 
@@ -1214,6 +1229,24 @@ check_sample_tokens(sample_tokens)
 
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("sample_tokens")` for a nudge and `hint("sample_tokens", 2)` for a stronger one.
+#
+# Three speakers' prompts of different lengths in one batch, from the trained model (greedy, on the
+# CPU copy), with your `sample_tokens` once its check passes (the course's `sample_padded` until then);
+# each row is what the prompt gives alone:
+
+# %%
+from course_utils.gpt import PaddedGPT, sample_padded
+
+padded = PaddedGPT(COURSE_MODEL)
+padded.load_state_dict(sampler.state_dict())
+speakers = [tokenizer.encode(name) for name in ("ROMEO:\n", "KING HENRY VI:\n", "NURSE:\n")]
+pad_id = tokenizer.encode("\n")[0]  # a real token: the mask, not the id, marks the padding
+batch_sampler = sample_tokens if check_sample_tokens(sample_tokens).passed else sample_padded
+batch = batch_sampler(padded.eval(), speakers, 30, 0.0, torch.Generator().manual_seed(0), pad_id)
+print(f"{len(speakers)} prompts of {[len(p) for p in speakers]} tokens -> one batch of shape {tuple(batch.shape)}")
+for row, speaker in zip(batch, speakers):
+    alone = generate(sampler, torch.tensor([speaker]), 30, temperature=0, use_cache=False)[0]
+    print(f"--- the same as alone: {torch.equal(row[-len(alone):], alone)}\n{tokenizer.decode(alone.tolist())}")
 
 # %% [markdown]
 # **The KV cache.** Each step above reruns the model on the whole sequence, though only the newest
