@@ -13,15 +13,14 @@
 - ``adamw_step``, ``lr_schedule``, ``clip_grad_norm``, ``training_loop``: the training recipe's parts, against
   ``torch.optim.AdamW``, ``training.lr_at``, ``clip_grad_norm_`` and ``training.train``'s first steps;
 - ``estimate_loss``: the validation loss on fixed windows, in eval mode without gradients, the mode restored;
-- ``sample_tokens``: the sampling loop without a cache, drawing with the generator it is given;
+- ``sample_tokens``: the sampling loop without a cache for prompts of different lengths, left-padded (``padded``);
 - ``sample_with_cache``: the sampling loop driving ``model(tokens, cache)``, the same tokens as ``generate``'s;
 - ``head_ablation_cost``: the loss change at every position when one head is zero- or mean-ablated;
 - ``convert_gpt2_weights``: Hugging Face GPT-2's tensors in the course's names and layouts.
 
-References come from the library (``layernorm``, ``gpt``, ``layer_cache``, ``training``, ``capstone``, ``generation``,
-``ablation``, ``gpt2_weights``); the models
-in the cases are tiny and seeded (``_cases.tiny_model``); the class exercises load their weights by
-name (``_classes.run_class``).
+References come from the library (``layernorm``, ``gpt``, ``layer_cache``, ``padded``, ``training``, ``capstone``,
+``generation``, ``ablation``, ``gpt2_weights``); the models in the cases are tiny and seeded
+(``_cases.tiny_model``); the class exercises load their weights by name (``_classes.run_class``).
 """
 
 from course_utils.checks.small_gpt.adamw_step import ADAMW_STEP, check_adamw_step
