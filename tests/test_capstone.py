@@ -1,18 +1,20 @@
 """The capstone (``course_utils.gpt.capstone``): the course loop replays ``training.train`` step for step,
 ``estimate_loss`` is ``training.evaluate`` for any model (the mode restored), and ``assemble`` trains and
 evaluates with the student's parts where their checks pass and the course's where not, saying which in one
-line: every part from notebook 09's solutions (its SmallGPT included) -> "all parts yours", the same run as
-the course's; a wrong AdamW or a wrong evaluation -> the course's for that part only."""
+line: every part from notebook 09's solutions (its SmallGPT and its next_token_loss included) -> "all parts
+yours", the same run as the course's; a wrong loss, AdamW or evaluation -> the course's for that part only, and
+the student's loss is the one the loop optimises (a wrong one let through trains to other losses)."""
 
 import pytest
 import torch
 
-from course_utils.gpt.capstone import PARTS, FusedGPT, assemble, estimate_loss, training_loop
+from course_utils.gpt.capstone import PARTS, FusedGPT, assemble, estimate_loss, on_targets, training_loop
 from course_utils.checks.small_gpt.adamw_step import adamw_l2, check_adamw_step
 from course_utils.checks.small_gpt.clip_grad_norm import check_clip_grad_norm
 from course_utils.checks.small_gpt.estimate_loss import check_estimate_loss, estimate_left_in_eval
 from course_utils.checks.small_gpt.gpt_forward import check_gpt_forward
 from course_utils.checks.small_gpt.lr_schedule import check_lr_schedule
+from course_utils.checks.small_gpt.next_token_loss import check_next_token_loss, loss_no_shift
 from course_utils.checks.small_gpt.training_loop import check_training_loop
 from course_utils.gpt.model import GPT, GPTConfig
 from course_utils.gpt.optim import clip_grad_norm, lr_schedule
@@ -22,7 +24,8 @@ TINY = GPTConfig(d_vocab=30, n_ctx=8, d_model=16, n_heads=2, n_layers=2)
 CFG = TrainConfig(steps=30, batch_size=4, warmup_steps=3, max_lr=1e-2, min_lr=1e-3, grad_clip=0.5, seed=3)
 IDS = torch.randint(0, 30, (500,), generator=torch.Generator().manual_seed(0))
 
-CHECKS = {"adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
+CHECKS = {"next_token_loss": check_next_token_loss,
+          "adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
           "training_loop": check_training_loop, "estimate_loss": check_estimate_loss}
 
 
@@ -60,7 +63,7 @@ def test_every_part_yours_trains_like_the_course(student):
     parts, verdicts = student
     assert all(v.passed for v in verdicts.values()), verdicts
     capstone = assemble(parts, verdicts, TINY, CFG)
-    assert capstone.summary() == "all parts yours: model, AdamW, schedule, clipping, loop, evaluation"
+    assert capstone.summary() == "all parts yours: model, loss, AdamW, schedule, clipping, loop, evaluation"
     assert isinstance(capstone.model, parts["model"]) and capstone.loop is parts["training_loop"]
     assert capstone.estimate_loss is parts["estimate_loss"]
     losses = capstone.train(IDS, 4)
@@ -71,6 +74,34 @@ def test_every_part_yours_trains_like_the_course(student):
     assert val == pytest.approx(evaluate(reference, IDS, CFG.eval_windows), rel=1e-5)
 
 
+def test_the_students_loss_is_the_one_the_loop_optimises(student):
+    """Through ``on_targets`` the notebook's next_token_loss scores get_batch's shifted targets as sequence_loss
+    does (same value, same gradient); a wrong loss falls back to the course's, named in the summary, and one let
+    through anyway (its verdict forced) is what the loop optimises: the run's losses change."""
+    parts, verdicts = student
+    logits = torch.randn(3, 8, 30, generator=torch.Generator().manual_seed(5), requires_grad=True)
+    targets = torch.randint(0, 30, (3, 8), generator=torch.Generator().manual_seed(6))
+    ours, theirs = on_targets(parts["next_token_loss"])(logits, targets), sequence_loss(logits, targets)
+    torch.testing.assert_close(ours, theirs, rtol=1e-6, atol=0)
+    (grad_ours,), (grad_theirs,) = (torch.autograd.grad(loss, logits) for loss in (ours, theirs))
+    torch.testing.assert_close(grad_ours, grad_theirs, rtol=1e-5, atol=1e-9)
+    capstone = assemble(parts, verdicts, TINY, CFG)
+    assert capstone.summary().startswith("all parts yours") and capstone.loss_fn is not sequence_loss
+    yours = capstone.train(IDS, 3)
+
+    verdict = check_next_token_loss(loss_no_shift)
+    assert not verdict.passed and "scores each token against itself" in str(verdict)
+    wrong = assemble(parts | {"next_token_loss": loss_no_shift}, verdicts | {"next_token_loss": verdict}, TINY, CFG)
+    assert wrong.summary() == ("yours: model, AdamW, schedule, clipping, loop, evaluation; the course's: loss "
+                               "(its check has not passed)")
+    assert wrong.loss_fn is sequence_loss
+    torch.testing.assert_close(torch.tensor(wrong.train(IDS, 3)), torch.tensor(yours), rtol=1e-5, atol=0)
+    let_through = assemble(parts | {"next_token_loss": loss_no_shift}, verdicts | {"next_token_loss": True}, TINY, CFG)
+    assert (torch.tensor(let_through.train(IDS, 3)) - torch.tensor(yours)).abs().max() > 0.1
+    with pytest.raises(TypeError, match="next_token_loss"):
+        on_targets("cross-entropy")
+
+
 def test_a_wrong_adamw_falls_back_for_that_part_only(student):
     parts, verdicts = student
     verdict = check_adamw_step(adamw_l2)
@@ -78,7 +109,7 @@ def test_a_wrong_adamw_falls_back_for_that_part_only(student):
     parts, verdicts = parts | {"adamw_step": adamw_l2}, verdicts | {"adamw_step": verdict}
     capstone = assemble(parts, verdicts, TINY, CFG)
     assert capstone.summary() == (
-        "yours: model, schedule, clipping, loop, evaluation; the course's: AdamW (its check has not passed)")
+        "yours: model, loss, schedule, clipping, loop, evaluation; the course's: AdamW (its check has not passed)")
     assert {p for p in PARTS if capstone.yours[p]} == set(PARTS) - {"adamw_step"}
     assert isinstance(capstone.optimizer, torch.optim.AdamW)
     assert capstone.lr_schedule is parts["lr_schedule"] and capstone.loop is parts["training_loop"]
@@ -94,8 +125,8 @@ def test_nothing_passed_is_the_course_and_a_model_that_cannot_load_falls_back():
 
     capstone = assemble({"model": Broken}, {"model": True}, TINY, CFG)
     assert capstone.summary() == ("yours: none yet; the course's: model (it did not take the course's weights: "
-                                  "RuntimeError); AdamW, schedule, clipping, loop, evaluation (their checks have not "
-                                  "passed)")
+                                  "RuntimeError); loss, AdamW, schedule, clipping, loop, evaluation (their checks "
+                                  "have not passed)")
     assert isinstance(capstone.model, FusedGPT) and capstone.estimate_loss is estimate_loss
     with pytest.raises(TypeError, match="model_cfg"):
         assemble({}, {}, "tiny", CFG)
@@ -124,7 +155,7 @@ def test_a_wrong_evaluation_falls_back_for_that_part_only(student):
     assert not verdict.passed
     capstone = assemble(parts | {"estimate_loss": estimate_left_in_eval}, verdicts | {"estimate_loss": verdict},
                         TINY, CFG)
-    assert capstone.summary() == ("yours: model, AdamW, schedule, clipping, loop; the course's: evaluation "
+    assert capstone.summary() == ("yours: model, loss, AdamW, schedule, clipping, loop; the course's: evaluation "
                                   "(its check has not passed)")
     assert capstone.estimate_loss is estimate_loss
 

@@ -15,8 +15,7 @@ import torch.nn.functional as F
 from course_utils.checks import all_exercises
 from course_utils.checks.compare import describe_mismatch
 from course_utils.checks.core import PASSED
-from course_utils.checks.small_gpt.causal_attention import CausalAttention
-from course_utils.gpt.generation import forward_with_cache
+from course_utils.gpt.layer_cache import CachedAttention, new_cache
 from course_utils.lab.grading.grade import _judge, _outcome
 from course_utils.lab.grading.kernel_code import snapshot_code
 from course_utils.lab.grading.probe import StudentProxy, decode_reply
@@ -89,13 +88,14 @@ def test_sampling_that_never_uses_the_cache_fails_in_the_grader_too():
         return ids
 
     def with_cache(model, prompt, n_new, temperature, generator):
-        logits, cache = forward_with_cache(model, prompt)
+        cache = new_cache(model.cfg.n_layers)
+        logits = model(prompt, cache)
         ids = prompt
         for i in range(n_new):
             token = sample_next_token(logits[:, -1], temperature, generator=generator)
             ids = torch.cat([ids, token[:, None]], 1)
             if i < n_new - 1:
-                logits, cache = forward_with_cache(model, token[:, None], cache)
+                logits = model(token[:, None], cache)
         return ids
 
     assert "run the prompt through the model once" in first_failure("sample_with_cache", no_cache)
@@ -161,7 +161,7 @@ def test_the_hint_names_the_habit_that_was_missed():
 
 # -- 37.3: right answers the checks rejected -----------------------------------------------------------
 def test_a_persistent_mask_buffer_is_named_not_blamed_on_the_parameter_names():
-    class NanoMask(CausalAttention):
+    class NanoMask(CachedAttention):
         def __init__(self, cfg):
             super().__init__(cfg)
             self.register_buffer("bias", torch.ones(cfg.n_ctx, cfg.n_ctx).tril())  # persistent, as nanoGPT

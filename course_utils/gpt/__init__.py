@@ -7,6 +7,8 @@ Modules:
 - ``fused``: the same maths in fewer kernels
 - ``kv_cache``: the KV cache, reference path
 - ``kv_cache_fused``: the KV cache in preallocated buffers
+- ``layer_cache``: the cache as notebook 09's own modules take it
+- ``padded``: sampling a left-padded batch of prompts
 - ``generation``: forward with a cache, sampling a continuation
 - ``training``: loss, batches, schedule, the training loop
 - ``optim``: AdamW, the schedule and clipping by hand
@@ -15,6 +17,7 @@ Modules:
 - ``resume``: a training run's state, saved and restored
 - ``gpt2_weights``: GPT-2's weights in the course's class
 - ``capstone``: the student's parts assembled
+- ``own_sampler``: the student's parts sampling
 - ``gpu_profile``: the GPU training profile
 - ``outcomes``: what the trained seeds show
 - ``ablation``: ablating heads
@@ -36,6 +39,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "cache": ["KVCache"],
         "kv_cache": ["cached_attention", "project_qkv", "write_heads"],
         "generation": ["forward_with_cache", "generate"],
+        "padded": ["PaddedGPT", "sample_padded"],
+        "layer_cache": ["LayerCache", "new_cache", "CachedAttention", "CachedBlock", "CachedGPT", "cached_sample"],
         "training": [
             "TrainConfig", "sequence_loss", "split_tokens", "get_batch", "lr_at", "bigram_loss", "evaluate",
             "make_optimizer", "train",
@@ -55,7 +60,11 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "WEIGHT_FILES", "gpt2_config", "gpt2_small_config", "convert_gpt2_state_dict", "to_gpt2_state_dict",
             "read_weights", "load_gpt2", "load_gpt2_from_hub",
         ],
-        "capstone": ["training_loop", "estimate_loss", "FusedGPT", "NOT_PASSED", "Capstone", "assemble"],
+        "capstone": [
+            "training_loop", "estimate_loss", "on_targets", "FusedGPT", "NOT_PASSED", "Capstone", "assemble",
+            "summary_line", "passed", "student_model",
+        ],
+        "own_sampler": ["SAMPLER_PARTS", "OwnSampler", "assemble_sampler"],
         "gpu_profile": [
             "CHOICES", "Profile", "CPU_PROFILE", "GPU_PROFILE", "choose_profile", "train_profile", "profile_samples",
         ],

@@ -5,9 +5,10 @@ backward, clipping by global norm, an optimiser step; ``training.train`` without
 progress bar, the reference of notebook 09's loop exercise), ``estimate_loss`` (the recipe's validation
 loss on evenly spaced fixed windows, in eval mode and without gradients, the model's mode restored:
 ``training.evaluate`` for any model called as ``model(tokens)``) and ``assemble``, which takes the
-student's objects by part (``PARTS``: ``model``, a class built from a ``GPTConfig``; ``adamw_step``,
-``lr_schedule``, ``clip_grad_norm``, ``training_loop`` and ``estimate_loss``, functions shaped like
-``optim``'s and this module's) with their check verdicts, and returns a ``Capstone``: the student's part
+student's objects by part (``PARTS``: ``model``, a class built from a ``GPTConfig``; ``next_token_loss``,
+the loss the loop optimises, given to it through ``on_targets``; ``adamw_step``, ``lr_schedule``,
+``clip_grad_norm``, ``training_loop`` and ``estimate_loss``, functions shaped like ``optim``'s and this
+module's) with their check verdicts, and returns a ``Capstone``: the student's part
 where its verdict passed, the course's where not, ``summary()`` saying which in one line, ``train()``
 running the loop and ``validation_loss()`` the evaluation. The student's model starts from the course
 model's seeded initialisation (its ``state_dict`` loaded), so both runs start from the same weights.
@@ -30,6 +31,7 @@ from course_utils.validate import int_tensor, positive_int
 
 PARTS = {  # part -> what the summary calls it
     "model": "model",
+    "next_token_loss": "loss",
     "adamw_step": "AdamW",
     "lr_schedule": "schedule",
     "clip_grad_norm": "clipping",
@@ -38,11 +40,31 @@ PARTS = {  # part -> what the summary calls it
 }
 
 
-def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm) -> list[float]:
+def on_targets(next_token_loss: Callable) -> Callable:
+    """``next_token_loss(logits, tokens)`` (it shifts: row i scored on token i + 1) as a loss on ``get_batch``'s
+    targets, which are shifted already: ``on_targets(f)(logits, targets)``.
+
+    The tokens it is given are a first token (never a target) followed by the targets, (batch, n_ctx + 1), and
+    the logits one row more, zeros after the last (no token follows that row, so a next-token loss never scores
+    it): a correct ``f`` gives ``sequence_loss(logits, targets)`` (``tests/test_capstone.py``).
+    """
+    if not callable(next_token_loss):
+        raise TypeError(f"next_token_loss must be callable, got {type(next_token_loss).__name__}")
+
+    def loss(logits, targets):
+        tokens = torch.cat([targets[:, :1], targets], dim=1)  # (batch, n_ctx + 1): the first is never scored
+        return next_token_loss(torch.cat([logits, torch.zeros_like(logits[:, :1])], dim=1), tokens)
+
+    return loss
+
+
+def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm,
+                  loss_fn=sequence_loss) -> list[float]:
     """``n_steps`` steps of the recipe (batches from a generator seeded with ``cfg.seed``); returns each step's loss.
 
     ``lr_schedule(step, max_lr, min_lr, warmup_steps, total_steps)`` gives the rate, set in every
-    parameter group before the step; ``clip_grad_norm(grads, max_norm)`` returns the clipped gradients.
+    parameter group before the step; ``loss_fn(logits, targets)`` scores the batch (``get_batch``'s targets,
+    shifted already); ``clip_grad_norm(grads, max_norm)`` returns the clipped gradients.
     On the course model this replays ``training.train``'s log: to the bit with ``loss_fn=sequence_loss``, to
     float rounding with its default fused loss (``tests/test_capstone.py``).
     """
@@ -54,7 +76,7 @@ def training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_g
         for group in optimizer.param_groups:
             group["lr"] = lr
         x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)  # each (batch, n_ctx)
-        loss = sequence_loss(model(x.to(device)), y.to(device))
+        loss = loss_fn(model(x.to(device)), y.to(device))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         params = [p for p in model.parameters() if p.grad is not None]
@@ -106,7 +128,21 @@ def _reason(why: str, n: int) -> str:
     return "its check has not passed" if n == 1 else "their checks have not passed"
 
 
-def _passed(verdict) -> bool:
+def summary_line(names: Mapping[str, str], yours: Mapping[str, bool], why_not: Mapping[str, str]) -> str:
+    """``'all parts yours: a, b'``, or ``'yours: a; the course's: b (its check has not passed)'``, parts in
+    ``names``' order (part -> what the line calls it), the course's grouped by the reason."""
+    mine = [names[p] for p in names if yours[p]]
+    if len(mine) == len(names):
+        return f"all parts yours: {', '.join(mine)}"
+    groups: dict[str, list[str]] = {}  # reason -> parts, in the names' order
+    for p in names:
+        if not yours[p]:
+            groups.setdefault(why_not[p], []).append(names[p])
+    theirs = "; ".join(f"{', '.join(parts)} ({_reason(why, len(parts))})" for why, parts in groups.items())
+    return f"yours: {', '.join(mine) or 'none yet'}; the course's: {theirs}"
+
+
+def passed(verdict) -> bool:
     """A verdict (``checks.Verdict``) or a bool: ``True`` only for a passed check."""
     return verdict is True or getattr(verdict, "passed", False) is True
 
@@ -116,6 +152,7 @@ class Capstone:
     """What ``assemble`` built: the parts to train with, and whose each is (``yours[part]``)."""
 
     model: nn.Module
+    loss_fn: Callable
     optimizer: object
     lr_schedule: Callable
     clip_grad_norm: Callable
@@ -126,16 +163,8 @@ class Capstone:
     why_not: dict
 
     def summary(self) -> str:
-        """One line: ``'all parts yours: model, AdamW, ..., evaluation'``, or which are the course's, why."""
-        mine = [PARTS[p] for p in PARTS if self.yours[p]]
-        if len(mine) == len(PARTS):
-            return f"all parts yours: {', '.join(mine)}"
-        groups: dict[str, list[str]] = {}  # reason -> parts, in PARTS order
-        for p in PARTS:
-            if not self.yours[p]:
-                groups.setdefault(self.why_not[p], []).append(PARTS[p])
-        theirs = "; ".join(f"{', '.join(names)} ({_reason(why, len(names))})" for why, names in groups.items())
-        return f"yours: {', '.join(mine) or 'none yet'}; the course's: {theirs}"
+        """One line: ``'all parts yours: model, loss, AdamW, ..., evaluation'``, or which are the course's, why."""
+        return summary_line(PARTS, self.yours, self.why_not)
 
     def train(self, train_ids, n_steps: int | None = None) -> list[float]:
         """Run the loop for ``n_steps`` (the whole recipe by default) on the model's device; returns the losses.
@@ -144,7 +173,7 @@ class Capstone:
         n_steps = self.train_cfg.steps if n_steps is None else positive_int("n_steps", n_steps)
         train_ids = train_ids.to(next(self.model.parameters()).device)  # so a loop that never moves a batch works
         return self.loop(self.model, self.optimizer, train_ids, self.train_cfg, n_steps, self.lr_schedule,
-                         self.clip_grad_norm)
+                         self.clip_grad_norm, self.loss_fn)
 
     def validation_loss(self, val_ids) -> float:
         """The model's loss on ``train_cfg.eval_windows`` fixed windows of ``val_ids`` (the recipe's evaluation)."""
@@ -152,7 +181,7 @@ class Capstone:
         return float(self.estimate_loss(self.model, val_ids, self.train_cfg.eval_windows))
 
 
-def _student_model(cls, cfg: GPTConfig, course: GPT) -> tuple[nn.Module | None, str]:
+def student_model(cls, cfg: GPTConfig, course: nn.Module) -> tuple[nn.Module | None, str]:
     """The student's class built from ``cfg`` with the course model's initial weights, or (None, why not)."""
     try:
         model = cls(cfg)
@@ -177,13 +206,13 @@ def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg:
     train_cfg = TrainConfig() if train_cfg is None else train_cfg
     if not isinstance(train_cfg, TrainConfig):
         raise TypeError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
-    yours = {p: _passed(verdicts.get(p)) and callable(parts.get(p)) for p in PARTS}
+    yours = {p: passed(verdicts.get(p)) and callable(parts.get(p)) for p in PARTS}
     why_not = {p: "" if yours[p] else NOT_PASSED for p in PARTS}
     course = GPT(model_cfg)
     course.reset_parameters(torch.Generator().manual_seed(train_cfg.seed if seed is None else seed))
     model = None
     if yours["model"]:
-        model, why_not["model"] = _student_model(parts["model"], model_cfg, course)
+        model, why_not["model"] = student_model(parts["model"], model_cfg, course)
         yours["model"] = model is not None
     if model is None:
         model = FusedGPT(course)
@@ -196,5 +225,6 @@ def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg:
     own = {p: parts[p] if yours[p] else fallback for p, fallback in
            (("lr_schedule", lr_schedule), ("clip_grad_norm", clip_grad_norm), ("training_loop", training_loop),
             ("estimate_loss", estimate_loss))}
-    return Capstone(model, optimizer, own["lr_schedule"], own["clip_grad_norm"], own["training_loop"],
+    loss_fn = on_targets(parts["next_token_loss"]) if yours["next_token_loss"] else sequence_loss
+    return Capstone(model, loss_fn, optimizer, own["lr_schedule"], own["clip_grad_norm"], own["training_loop"],
                     own["estimate_loss"], train_cfg, yours, why_not)

@@ -6,13 +6,9 @@
 #         difficulty: 3
 #         minutes: 20
 #         points: 3
-#       block_forward:
-#         difficulty: 2
-#         minutes: 10
-#         points: 2
 #       causal_attention:
 #         difficulty: 2
-#         minutes: 20
+#         minutes: 25
 #         points: 3
 #       clip_grad_norm:
 #         difficulty: 2
@@ -36,8 +32,8 @@
 #         points: 2
 #       gpt_forward:
 #         difficulty: 2
-#         minutes: 25
-#         points: 4
+#         minutes: 20
+#         points: 3
 #       head_ablation_cost:
 #         difficulty: 3
 #         minutes: 20
@@ -68,8 +64,8 @@
 #         points: 2
 #       sample_tokens:
 #         difficulty: 2
-#         minutes: 10
-#         points: 2
+#         minutes: 15
+#         points: 3
 #       sample_with_cache:
 #         difficulty: 2
 #         minutes: 10
@@ -78,6 +74,10 @@
 #         difficulty: 2
 #         minutes: 20
 #         points: 3
+#       transformer_block:
+#         difficulty: 2
+#         minutes: 10
+#         points: 2
 #     grading_cell_timeout_s: 480
 #     numbers_allowed:
 #       '2017': the year of the Transformer paper, a citation
@@ -107,15 +107,16 @@
 # the same class has GPT-2 small's shape and takes GPT-2's tensors once your code converts them (offline,
 # tensors of GPT-2's shapes filled at random: GPT-2's real weights are a download this notebook never runs).
 #
-# You write most of it: **19 exercises, 43 points, about 270 minutes in all.** Each heading gives
+# You write most of it: **19 exercises, 43 points, about 275 minutes in all.** Each heading gives
 # its share.
 #
 # 1. LayerNorm by hand; layer norm vs batch norm; pre-norm vs post-norm
-# 2. The model: blocks, your own GPT class by class, nanoGPT's initialisation, the residual stream
-#    piece by piece, logits and the loss
+# 2. The model: your own GPT class by class (its attention takes a KV cache), nanoGPT's
+#    initialisation, the residual stream piece by piece, logits and the loss
 # 3. Training: AdamW, warm-up and cosine decay, clipping, the training loop, the validation loss, a
 #    bigram baseline, and your GPT trained by your own code
-# 4. Generation: greedy, temperature, top-k, top-p, and a KV cache
+# 4. Generation: greedy, temperature, top-k, top-p, a batch of prompts of different lengths, and
+#    your model with your KV cache
 # 5. Inside the trained model: a head with a name, and what removing it costs
 # 6. GPT-2 small's shape in the same class, and your code that converts GPT-2's tensors into it
 
@@ -269,36 +270,10 @@ tied = GPT(GPTConfig(**{**COURSE_MODEL.to_dict(), "tie_embeddings": True}))
 print(f"tied embeddings would save {model.num_params() - tied.num_params():,} = d_vocab × d_model")
 
 # %% [markdown]
-# ### Exercise: A block's forward (2 points, difficulty 2/3, about 10 min)
-#
-# Write `block_forward(block, x)` for a pre-norm `course_utils.gpt.model.Block` and `x` of shape
-# `(batch, pos, d_model)`: use `block.ln1`, `block.attn` (call it with `mask=causal_mask(pos)`, a
-# `torch.bool` mask, True = may attend), `block.ln2` and `block.mlp`, and return the new stream
-# (same shape).
-
-# %%
-from course_utils.masking import causal_mask
-
-
-def block_forward(block, x: torch.Tensor) -> torch.Tensor:
-    # BEGIN SOLUTION
-    x = x + block.attn(block.ln1(x), mask=causal_mask(x.shape[1], device=x.device))
-    return x + block.mlp(block.ln2(x))
-    # END SOLUTION
-
-
-# %%
-from course_utils.checks.small_gpt import check_block_forward
-
-check_block_forward(block_forward)
-
-# %% [markdown]
-# Stuck? `from course_utils.checks import hint`, then `hint("block_forward")` for a nudge and `hint("block_forward", 2)` for a stronger one.
-
-# %% [markdown]
 # ## Your GPT, class by class
 #
-# The next four exercises rebuild `course_utils.gpt.model.GPT` as your own classes. Each keeps the
+# The next exercises rebuild `course_utils.gpt.model.GPT` as your own classes, block by block: each
+# block is `x = x + attn(ln1(x))`, then `x = x + mlp(ln2(x))` (pre-norm, section 1). The classes keep the
 # course's parameter names and shapes, because each check loads a course module's weights into yours
 # by name (`load_state_dict`) and compares the outputs; the same names are what let your finished
 # model take the trained checkpoint, and GPT-2 small's tensors once `course_utils.gpt.gpt2_weights` has
@@ -330,21 +305,69 @@ check_embed_tokens(embed_tokens)
 # Stuck? `from course_utils.checks import hint`, then `hint("embed_tokens")` for a nudge and `hint("embed_tokens", 2)` for a stronger one.
 
 # %% [markdown]
-# ### Exercise: Causal multi-head attention (3 points, difficulty 2/3, about 20 min)
+# **Attention with a KV cache.** Generating (section 4) runs the model again for every new token, and
+# every earlier position's keys and values are the same as the step before: a causal model never lets
+# a position see later ones. A **KV cache** keeps them, layer by layer, so a step computes Q, K and V
+# for the new positions only and lets their queries attend over the stored keys. Your attention is
+# written that way from the start: one function does the attention over "what is cached, then the new
+# positions", and with nothing cached it is ordinary causal attention over the whole input.
 #
-# Write the class `CausalAttention`: notebook 05's multi-head attention with the causal mask built in.
-# `__init__(cfg)` creates these `nn.Parameter`s, under exactly these names: `W_Q`, `W_K`, `W_V` of
-# shape `(n_heads, d_model, d_head)`, `W_O` of shape `(n_heads, d_head, d_model)`, `b_Q`, `b_K`, `b_V`
-# of shape `(n_heads, d_head)` and `b_O` of shape `(d_model,)` (weights drawn with standard deviation
-# `cfg.init_std`, biases zero: the check overwrites them anyway). `forward(x)` maps `(batch, pos,
-# d_model)` to the same shape; it is causal on its own, with no mask argument. The module holds no
-# other persistent state: build the mask in `forward`, or keep it in a buffer registered with
-# `persistent=False` (nanoGPT's persistent `bias` buffer would land in the `state_dict`). The check
-# loads a course block's attention weights into yours by name and compares with `MultiHeadAttention`
-# given `causal_mask(pos)`.
+# ### Exercise: One KV-cache step (2 points, difficulty 3/3, about 15 min)
+#
+# Write `kv_cache_step(q, k_new, v_new, k_cache=None, v_cache=None)`. All are `(batch, head, ·, d_head)`:
+# `q`, `k_new`, `v_new` for the `n_new` newest positions, `k_cache`, `v_cache` for the positions
+# before them, or `None` when nothing is cached yet. Return the tuple `(z, k_all, v_all)`: the attention
+# output of the new queries `(batch, head, n_new, d_head)`, causal, over every key so far, and the
+# keys and values so far, the new ones appended after the cached ones. The new queries are the *last*
+# `n_new` positions: `causal_mask(n_new, n_all)` (notebook 04's, `True` = may attend) is the mask.
+
+# %%
+from course_utils.masking import causal_mask
+
+
+def kv_cache_step(q, k_new, v_new, k_cache=None, v_cache=None):
+    # BEGIN SOLUTION
+    k_all = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=2)  # (batch, head, n_all, d_head)
+    v_all = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=2)
+    scores = q @ k_all.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (batch, head, n_new, n_all)
+    mask = causal_mask(q.shape[2], k_all.shape[2], device=q.device)
+    z = scores.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v_all  # (batch, head, n_new, d_head)
+    return z, k_all, v_all
+    # END SOLUTION
+
+
+# %%
+from course_utils.checks.small_gpt import check_kv_cache_step
+
+check_kv_cache_step(kv_cache_step)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("kv_cache_step")` for a nudge and `hint("kv_cache_step", 2)` for a stronger one.
+
+# %% [markdown]
+# ### Exercise: Causal multi-head attention (3 points, difficulty 2/3, about 25 min)
+#
+# Write the class `CausalAttention`: notebook 05's multi-head attention, causal, through your
+# `kv_cache_step`. `__init__(cfg)` creates these `nn.Parameter`s, under exactly these names: `W_Q`,
+# `W_K`, `W_V` of shape `(n_heads, d_model, d_head)`, `W_O` of shape `(n_heads, d_head, d_model)`,
+# `b_Q`, `b_K`, `b_V` of shape `(n_heads, d_head)` and `b_O` of shape `(d_model,)` (weights drawn with
+# standard deviation `cfg.init_std`, biases zero: the check overwrites them anyway). `forward(x,
+# cache=None)` maps `(batch, pos, d_model)` to the same shape: Q, K and V of every head for x's
+# positions, your `kv_cache_step` for the attention, every head's output back through `W_O`, summed,
+# plus `b_O`. Without a cache it is causal on its own, with no mask argument. With a cache (a
+# `LayerCache`, below: `cache.k`, `cache.v`, both `None` until the first call), x holds the positions
+# after the cached ones: give `kv_cache_step` the cached keys and values, and store the `k_all`, `v_all`
+# it returns back in `cache.k`, `cache.v`. The module holds no other persistent state (a mask buffer
+# would need `persistent=False`; nanoGPT's persistent `bias` buffer would land in the `state_dict`).
+# The check loads a course block's attention weights into yours by name and compares, on whole
+# sequences and on one sequence fed in three pieces with one cache.
 
 # %%
 from torch import nn
+
+from course_utils.gpt import LayerCache, new_cache
+
+print(LayerCache(), "->", new_cache(2))  # one layer's cache; one per block of a model
 
 
 class CausalAttention(nn.Module):
@@ -362,14 +385,15 @@ class CausalAttention(nn.Module):
         self.b_O = nn.Parameter(torch.zeros(d_model))
         # END SOLUTION
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         # BEGIN SOLUTION
         q = torch.einsum("bpm,hmd->bhpd", x, self.W_Q) + self.b_Q[:, None]  # (batch, head, pos, d_head)
         k = torch.einsum("bpm,hmd->bhpd", x, self.W_K) + self.b_K[:, None]
         v = torch.einsum("bpm,hmd->bhpd", x, self.W_V) + self.b_V[:, None]
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (batch, head, q_pos, k_pos)
-        scores = scores.masked_fill(~causal_mask(x.shape[1], device=x.device), float("-inf"))
-        z = scores.softmax(dim=-1) @ v  # (batch, head, q_pos, d_head)
+        cached = (None, None) if cache is None else (cache.k, cache.v)
+        z, k_all, v_all = kv_cache_step(q, k, v, *cached)  # z: (batch, head, pos, d_head)
+        if cache is not None:
+            cache.k, cache.v = k_all, v_all  # the next call sees these positions too
         return torch.einsum("bhpd,hdm->bpm", z, self.W_O) + self.b_O  # the heads' writes, summed
         # END SOLUTION
 
@@ -417,18 +441,15 @@ check_gelu_mlp(GeluMLP)
 # Stuck? `from course_utils.checks import hint`, then `hint("gelu_mlp")` for a nudge and `hint("gelu_mlp", 2)` for a stronger one.
 
 # %% [markdown]
-# ### Exercise: The whole GPT (4 points, difficulty 2/3, about 25 min)
+# ### Exercise: The block (2 points, difficulty 2/3, about 10 min)
 #
-# Two classes. `TransformerBlock(cfg)` holds `ln1`, `attn` (your `CausalAttention`), `ln2` and `mlp`
-# (your `GeluMLP`), and its `forward(x)` is the pre-norm block of the exercise above. `SmallGPT(cfg)`
-# keeps `self.cfg = cfg` (given) and holds `W_E` `(d_vocab, d_model)`, `W_pos` `(n_ctx, d_model)`,
-# `blocks` (an `nn.ModuleList` of `n_layers` blocks), `ln_final`, and `W_U` `(d_model, d_vocab)` only
-# when `cfg.tie_embeddings` is False (tied: the attribute `W_U` is None, and the unembedding is `W_E`ᵀ). Its
-# `forward(tokens)` maps `(batch, pos)` ids to `(batch, pos, d_vocab)` logits: your `embed_tokens`, the
-# blocks in order, `ln_final`, the unembedding. For the LayerNorms use `OwnLayerNorm` below: your
-# `layer_norm` from section 1 with the course's parameter names `w` and `b`. The check loads a course
-# model's `state_dict` (tied and untied) into `SmallGPT` and compares the logits, so it passes only
-# once every piece above does.
+# Write the class `TransformerBlock`: `__init__(cfg)` holds `ln1`, `attn` (your `CausalAttention`),
+# `ln2` and `mlp` (your `GeluMLP`); for the LayerNorms use `OwnLayerNorm` below, your `layer_norm` from
+# section 1 with the course's parameter names `w` and `b`. `forward(x, cache=None)` is the pre-norm
+# block, `(batch, pos, d_model)` to the same shape: `x + attn(ln1(x))`, then that plus `mlp(ln2(that))`,
+# the attention given the block's cache (None without one). The check loads a course block's weights
+# (`course_utils.gpt.model.Block`) into yours by name and compares, with and without a cache; the
+# sub-layers are yours, so it passes once they do.
 
 # %%
 class OwnLayerNorm(nn.Module):
@@ -451,13 +472,37 @@ class TransformerBlock(nn.Module):
         self.ln2, self.mlp = OwnLayerNorm(cfg.d_model, cfg.ln_eps), GeluMLP(cfg)
         # END SOLUTION
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
         # BEGIN SOLUTION
-        x = x + self.attn(self.ln1(x))
+        x = x + self.attn(self.ln1(x), cache)
         return x + self.mlp(self.ln2(x))
         # END SOLUTION
 
 
+# %%
+from course_utils.checks.small_gpt import check_transformer_block
+
+check_transformer_block(TransformerBlock)
+
+# %% [markdown]
+# Stuck? `from course_utils.checks import hint`, then `hint("transformer_block")` for a nudge and `hint("transformer_block", 2)` for a stronger one.
+
+# %% [markdown]
+# ### Exercise: The whole GPT (3 points, difficulty 2/3, about 20 min)
+#
+# Write the class `SmallGPT`: `__init__(cfg)` keeps `self.cfg = cfg` (given) and holds `W_E`
+# `(d_vocab, d_model)`, `W_pos` `(n_ctx, d_model)`, `blocks` (an `nn.ModuleList` of `n_layers` of your
+# blocks), `ln_final` (an `OwnLayerNorm`), and `W_U` `(d_model, d_vocab)` only when
+# `cfg.tie_embeddings` is False (tied: the attribute `W_U` is None, and the unembedding is `W_E`ᵀ).
+# `forward(tokens, cache=None)` maps `(batch, pos)` ids to `(batch, pos, d_vocab)` logits: your
+# `embed_tokens`, the blocks in order, `ln_final`, the unembedding. The cache, when there is one, is
+# a list of one `LayerCache` per block (`new_cache(cfg.n_layers)`): block i gets `cache[i]`, and the
+# tokens are the positions after the `cache[0].length` cached ones, so their position embeddings are
+# the rows of `W_pos` from there on. The check loads a course model's `state_dict` (tied and untied)
+# into `SmallGPT` and compares the logits, whole and fed in pieces with one cache, so it passes only
+# once every piece above does.
+
+# %%
 class SmallGPT(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
@@ -473,11 +518,12 @@ class SmallGPT(nn.Module):
             self.W_U = nn.Parameter(torch.randn(cfg.d_model, cfg.d_vocab) * cfg.init_std)
         # END SOLUTION
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def forward(self, tokens: torch.Tensor, cache: list | None = None) -> torch.Tensor:
         # BEGIN SOLUTION
-        x = embed_tokens(tokens, self.W_E, self.W_pos)  # (batch, pos, d_model)
-        for block in self.blocks:
-            x = block(x)
+        start = 0 if cache is None else cache[0].length  # positions already cached
+        x = embed_tokens(tokens, self.W_E, self.W_pos[start:])  # (batch, pos, d_model)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if cache is None else cache[i])
         unembedding = self.W_E.T if self.W_U is None else self.W_U  # (d_model, d_vocab)
         return self.ln_final(x) @ unembedding  # (batch, pos, d_vocab)
         # END SOLUTION
@@ -860,20 +906,29 @@ check_clip_grad_norm(clip_grad_norm)
 # `get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)` with **one** generator, seeded once
 # with `cfg.seed` before the loop: that is what makes the run reproducible, batch for batch.
 #
-# Write `training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm)`: train
-# `model` in place for `n_steps` steps and return the list of the steps' losses (Python floats). `cfg`
-# is a `TrainConfig` (`cfg.max_lr`, `cfg.min_lr`, `cfg.warmup_steps`, `cfg.steps`, `cfg.batch_size`,
-# `cfg.grad_clip`, `cfg.seed`); the schedule and the clipping are passed in, shaped like your two
-# functions above: call `lr_schedule(step, cfg.max_lr, cfg.min_lr, cfg.warmup_steps, cfg.steps)`, and
-# put what `clip_grad_norm(grads, cfg.grad_clip)` returns back into each parameter's `.grad`. The check
-# trains a tiny GPT for a few steps with the course's AdamW and compares your losses with the course
-# loop's, which repeats `training.train` step for step.
+# `get_batch` returns `(inputs, targets)`, each `(batch, n_ctx)`, and the targets are **already
+# shifted**: `targets[:, i]` is the token after `inputs[:, i]` (both come from one window of n_ctx + 1
+# tokens). So the loss of a batch is `loss_fn(model(inputs), targets)`, with no second shift: the
+# function passed in scores row i of the logits against `targets[:, i]`, as the course's
+# `sequence_loss` does. The capstone passes in your `next_token_loss`, which shifts by itself, by
+# giving it the window it expects (`course_utils.gpt.capstone.on_targets`).
+#
+# Write `training_loop(model, optimizer, train_ids, cfg, n_steps, lr_schedule, clip_grad_norm, loss_fn)`:
+# train `model` in place for `n_steps` steps and return the list of the steps' losses (Python floats).
+# `cfg` is a `TrainConfig` (`cfg.max_lr`, `cfg.min_lr`, `cfg.warmup_steps`, `cfg.steps`,
+# `cfg.batch_size`, `cfg.grad_clip`, `cfg.seed`); the schedule, the clipping and the loss are passed in,
+# the first two shaped like your functions above: call `lr_schedule(step, cfg.max_lr, cfg.min_lr,
+# cfg.warmup_steps, cfg.steps)`, put what `clip_grad_norm(grads, cfg.grad_clip)` returns back into each
+# parameter's `.grad`, and score each batch with `loss_fn(logits, targets)`. The check trains a tiny GPT
+# for a few steps with the course's AdamW and compares your losses with the course loop's, which repeats
+# `training.train` step for step.
 
 # %%
-from course_utils.gpt import get_batch, sequence_loss
+from course_utils.gpt import get_batch
 
 
-def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, lr_schedule, clip_grad_norm) -> list:
+def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, lr_schedule, clip_grad_norm,
+                  loss_fn) -> list:
     # BEGIN SOLUTION
     generator = torch.Generator().manual_seed(cfg.seed)
     losses = []
@@ -882,7 +937,7 @@ def training_loop(model, optimizer, train_ids: torch.Tensor, cfg, n_steps: int, 
         for group in optimizer.param_groups:
             group["lr"] = lr
         x, y = get_batch(train_ids, cfg.batch_size, model.cfg.n_ctx, generator)
-        loss = sequence_loss(model(x), y)
+        loss = loss_fn(model(x), y)  # y is shifted already: row i of the logits against y[:, i]
         optimizer.zero_grad()
         loss.backward()
         params = [p for p in model.parameters() if p.grad is not None]
@@ -949,9 +1004,10 @@ check_estimate_loss(estimate_loss)
 # %% [markdown]
 # ### The capstone: your GPT, trained by your code
 #
-# The cell below assembles the run from your parts: your `SmallGPT`, `adamw_step`, `lr_schedule`,
-# `clip_grad_norm`, `training_loop` and `estimate_loss` wherever their checks pass, the course's where they do not (the
-# course's model runs PyTorch's fused kernels), and says in one line which is which
+# The cell below assembles the run from your parts: your `SmallGPT`, `next_token_loss` (the loss your
+# loop optimises), `adamw_step`, `lr_schedule`, `clip_grad_norm`, `training_loop` and `estimate_loss`
+# wherever their checks pass, the course's where they do not (the course's model runs PyTorch's fused
+# kernels, its loss is `sequence_loss`), and says in one line which is which
 # (`course_utils.gpt.capstone.assemble`). Your model starts from the course model's seeded initial
 # weights (your class takes its `state_dict`, as in the check) and your loop draws the recipe's
 # batches from the recipe's seed, so the run repeats the committed one step for step, up to floating
@@ -962,13 +1018,13 @@ check_estimate_loss(estimate_loss)
 # %%
 from course_utils.gpt import assemble
 from course_utils.checks.small_gpt import (check_adamw_step, check_clip_grad_norm, check_estimate_loss,
-                                           check_lr_schedule, check_training_loop)
+                                           check_lr_schedule, check_next_token_loss, check_training_loop)
 
-parts = {"model": SmallGPT, "adamw_step": adamw_step, "lr_schedule": lr_schedule,
+parts = {"model": SmallGPT, "next_token_loss": next_token_loss, "adamw_step": adamw_step, "lr_schedule": lr_schedule,
          "clip_grad_norm": clip_grad_norm, "training_loop": training_loop, "estimate_loss": estimate_loss}
-checks = {"model": check_gpt_forward, "adamw_step": check_adamw_step, "lr_schedule": check_lr_schedule,
-          "clip_grad_norm": check_clip_grad_norm, "training_loop": check_training_loop,
-          "estimate_loss": check_estimate_loss}
+checks = {"model": check_gpt_forward, "next_token_loss": check_next_token_loss, "adamw_step": check_adamw_step,
+          "lr_schedule": check_lr_schedule, "clip_grad_norm": check_clip_grad_norm,
+          "training_loop": check_training_loop, "estimate_loss": check_estimate_loss}
 capstone = assemble(parts, {part: check(parts[part]) for part, check in checks.items()}, COURSE_MODEL, train_cfg,
                     device=device)
 print(capstone.summary())
@@ -1128,27 +1184,41 @@ for name, kw in {"plain sampling": {}, "top-k 20": dict(top_k=20), "top-p 0.9": 
 # probability, so where the model is sure it keeps only a few; top-k always keeps 20, so where the
 # model is sure its twentieth token can itself be one in a thousand, and top-k can still draw it.
 #
-# ### Exercise: The sampling loop (2 points, difficulty 2/3, about 10 min)
+# ### Exercise: The sampling loop, for prompts of different lengths (3 points, difficulty 2/3, about 15 min)
 #
-# Write `sample_tokens(model, prompt, n_new, temperature, generator)`: `prompt` is `(batch, pos)`
-# token ids; return `(batch, pos + n_new)`, the prompt followed by `n_new` tokens. Run the model on
-# at most its last `model.cfg.n_ctx` tokens each step, and draw each token with
+# The loop above runs one prompt, or several of the same length. Prompts of different lengths go into
+# one batch with notebook 04's **left padding**: every prompt ends in the last column, where the next
+# token is predicted and appended; the mask hides the padding keys, and each prompt's positions count
+# from 0 at its first real token, so it sees what it would see alone. `masking.left_padded_batch(seqs,
+# pad_id)` (the course's version of 04's exercise) returns `(ids, mask, positions)`; the model here is
+# the course's `PaddedGPT`, called as `model(ids, mask, positions)`.
+#
+# Write `sample_tokens(model, prompts, n_new, temperature, generator, pad_id)`: `prompts` is a list of
+# prompts (lists of token ids) of different lengths. Each step, pad the sequences so far into one
+# batch (at most the last `model.cfg.n_ctx` tokens of each, their positions counted again from 0), run
+# the model, and draw one token per sequence from the last column's logits with
 # `sample_next_token(logits, temperature, generator=generator)` (from `course_utils.sampling`), once
-# per step for the whole batch, so your draws match the check's.
+# per step for the whole batch, so your draws match the check's; append each to its sequence. Return
+# the finished sequences left-padded with `pad_id`, `(batch, longest prompt + n_new)`. `pad_id` may be
+# an id that real tokens use too: the mask, not the id, says what is padding.
 
 # %%
+from course_utils.masking import left_padded_batch
 from course_utils.sampling import sample_next_token
 
 
 @torch.no_grad()  # sampling needs no gradients: no graph is built step after step
-def sample_tokens(model, prompt: torch.Tensor, n_new: int, temperature: float, generator: torch.Generator) -> torch.Tensor:
+def sample_tokens(model, prompts: list, n_new: int, temperature: float, generator: torch.Generator,
+                  pad_id: int) -> torch.Tensor:
     # BEGIN SOLUTION
-    ids = prompt
+    seqs = [list(p) for p in prompts]
     for _ in range(n_new):
-        logits = model(ids[:, -model.cfg.n_ctx:])[:, -1]
-        next_id = sample_next_token(logits, temperature, generator=generator)
-        ids = torch.cat([ids, next_id[:, None]], dim=1)
-    return ids
+        ids, mask, positions = left_padded_batch([s[-model.cfg.n_ctx:] for s in seqs], pad_id)
+        logits = model(ids, mask, positions)[:, -1]  # (batch, d_vocab): every prompt ends in the last column
+        next_ids = sample_next_token(logits, temperature, generator=generator)
+        for seq, token in zip(seqs, next_ids.tolist()):
+            seq.append(token)
+    return left_padded_batch(seqs, pad_id)[0]
     # END SOLUTION
 
 
@@ -1159,12 +1229,31 @@ check_sample_tokens(sample_tokens)
 
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("sample_tokens")` for a nudge and `hint("sample_tokens", 2)` for a stronger one.
+#
+# Three speakers' prompts of different lengths in one batch, from the trained model (greedy, on the
+# CPU copy), with your `sample_tokens` once its check passes (the course's `sample_padded` until then);
+# each row is what the prompt gives alone:
+
+# %%
+from course_utils.gpt import PaddedGPT, sample_padded
+
+padded = PaddedGPT(COURSE_MODEL)
+padded.load_state_dict(sampler.state_dict())
+speakers = [tokenizer.encode(name) for name in ("ROMEO:\n", "KING HENRY VI:\n", "NURSE:\n")]
+pad_id = tokenizer.encode("\n")[0]  # a real token: the mask, not the id, marks the padding
+batch_sampler = sample_tokens if check_sample_tokens(sample_tokens).passed else sample_padded
+batch = batch_sampler(padded.eval(), speakers, 30, 0.0, torch.Generator().manual_seed(0), pad_id)
+print(f"{len(speakers)} prompts of {[len(p) for p in speakers]} tokens -> one batch of shape {tuple(batch.shape)}")
+for row, speaker in zip(batch, speakers):
+    alone = generate(sampler, torch.tensor([speaker]), 30, temperature=0, use_cache=False)[0]
+    print(f"--- the same as alone: {torch.equal(row[-len(alone):], alone)}\n{tokenizer.decode(alone.tolist())}")
 
 # %% [markdown]
 # **The KV cache.** Each step above reruns the model on the whole sequence, though only the newest
 # position is new: every earlier position's keys and values are the same as last step (a causal model
-# never lets a position see later ones). A KV cache keeps them, layer by layer, so each step computes
-# Q, K and V for one position and attends over the stored keys. The logits are the same:
+# never lets a position see later ones). The KV cache of section 2 keeps them, layer by layer, so each
+# step computes Q, K and V for one position and attends over the stored keys. The course's own
+# (`forward_with_cache`, on the trained model) shows that the logits are the same:
 
 # %%
 from course_utils.gpt import forward_with_cache
@@ -1240,60 +1329,36 @@ for use_cache, numbers in ((False, n_weights), (True, n_weights + cache_numbers)
           f"{work / numbers:.1f} per number")
 
 # %% [markdown]
-# The cache costs memory instead: two tensors of (batch, head, pos, d_head) per layer.
-#
-# ### Exercise: One KV-cache step (2 points, difficulty 3/3, about 15 min)
-#
-# Write `kv_cache_step(q, k_new, v_new, k_cache, v_cache)`. All are `(batch, head, ·, d_head)`:
-# `q`, `k_new`, `v_new` for the `n_new` newest positions, `k_cache`, `v_cache` for the positions
-# before them. Return the tuple `(z, k_all, v_all)`: the attention output of the new queries
-# `(batch, head, n_new, d_head)`, causal, over every key so far, and the caches with the new keys and
-# values appended after the old ones.
-
-# %%
-from course_utils.attention import scaled_dot_product_attention
-
-
-def kv_cache_step(q, k_new, v_new, k_cache, v_cache):
-    # BEGIN SOLUTION
-    k_all = torch.cat([k_cache, k_new], dim=2)
-    v_all = torch.cat([v_cache, v_new], dim=2)
-    mask = causal_mask(q.shape[2], k_all.shape[2])
-    return scaled_dot_product_attention(q, k_all, v_all, mask), k_all, v_all
-    # END SOLUTION
-
-
-# %%
-from course_utils.checks.small_gpt import check_kv_cache_step
-
-check_kv_cache_step(kv_cache_step)
-
-# %% [markdown]
-# Stuck? `from course_utils.checks import hint`, then `hint("kv_cache_step")` for a nudge and `hint("kv_cache_step", 2)` for a stronger one.
+# The cache costs memory instead: two tensors of (batch, head, pos, d_head) per layer. Your
+# `CausalAttention` already keeps them: each call with a `LayerCache` runs your `kv_cache_step` on the
+# new positions and stores every key and value so far.
 
 # %% [markdown]
 # ### Exercise: Sampling with the cache (2 points, difficulty 2/3, about 10 min)
 #
-# Now the whole loop with a cache, on top of the course's `forward_with_cache(model, tokens, cache)`
-# (from `course_utils.gpt.generation`; it returns `(logits, cache)`, and `cache=None` starts an empty one).
-# Write `sample_with_cache(model, prompt, n_new, temperature, generator)`: as `sample_tokens`, return the
-# prompt followed by `n_new` tokens `(batch, pos + n_new)`, each drawn with
-# `sample_next_token(logits, temperature, generator=generator)` from the last position's logits, but
-# run the prompt through the model once and then only each new token, with the cache. The prompt and the
-# new tokens fit the context (pos + n_new - 1 ≤ n_ctx), so nothing slides. Done right, it draws the
-# same tokens as the loop without the cache, with the same generator.
+# Now the whole loop with a cache, driving a model the way your `SmallGPT` is called:
+# `model(tokens, cache)`, with `cache` a list of one `LayerCache` per block (`new_cache(model.cfg.n_layers)`),
+# which the model fills as it runs. Write `sample_with_cache(model, prompt, n_new, temperature,
+# generator)`: as `sample_tokens`, return the prompt followed by `n_new` tokens `(batch, pos + n_new)`,
+# each drawn with `sample_next_token(logits, temperature, generator=generator)` from the last position's
+# logits, but run the prompt through the model once and then only each new token, with the same cache.
+# The prompt and the new tokens fit the context (pos + n_new - 1 ≤ n_ctx), so nothing slides. Done
+# right, it draws the same tokens as the loop without the cache, with the same generator. The check's
+# model is the course's (`course_utils.gpt.CachedGPT`, called the same way); the cell after it runs
+# yours on your own `SmallGPT`.
 
 # %%
 def sample_with_cache(model, prompt: torch.Tensor, n_new: int, temperature: float,
                       generator: torch.Generator) -> torch.Tensor:
     # BEGIN SOLUTION
-    logits, cache = forward_with_cache(model, prompt)  # every prompt position's K and V now cached
+    cache = new_cache(model.cfg.n_layers)  # one LayerCache per block
+    logits = model(prompt, cache)  # every prompt position's K and V now cached
     ids = prompt
     for i in range(n_new):
         next_id = sample_next_token(logits[:, -1], temperature, generator=generator)
         ids = torch.cat([ids, next_id[:, None]], dim=1)
         if i < n_new - 1:  # the last token drawn is never fed back
-            logits, cache = forward_with_cache(model, next_id[:, None], cache)
+            logits = model(next_id[:, None], cache)
     return ids
     # END SOLUTION
 
@@ -1305,6 +1370,24 @@ check_sample_with_cache(sample_with_cache)
 
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("sample_with_cache")` for a nudge and `hint("sample_with_cache", 2)` for a stronger one.
+#
+# **Your model, your cache, your loop.** The cell below loads the trained weights into your
+# `SmallGPT` (its attention running your `kv_cache_step`) and samples with your `sample_with_cache`,
+# each part where its check passes and the course's where not (`course_utils.gpt.assemble_sampler`),
+# and says which in one line, as the capstone did:
+
+# %%
+from course_utils.gpt import assemble_sampler
+
+own_parts = {"kv_cache_step": kv_cache_step, "model": SmallGPT, "sample_with_cache": sample_with_cache}
+own_checks = {"kv_cache_step": check_kv_cache_step, "model": check_gpt_forward,
+              "sample_with_cache": check_sample_with_cache}
+own = assemble_sampler(own_parts, {part: check(own_parts[part]) for part, check in own_checks.items()}, sampler)
+print(own.summary())
+drawn = own.sample(prompt.cpu(), 40, temperature=0.8, generator=torch.Generator().manual_seed(0))
+print(tokenizer.decode(drawn[0].tolist()))
+course_drawn = generate(sampler, prompt.cpu(), 40, temperature=0.8, generator=torch.Generator().manual_seed(0))
+print("the same tokens as the course's generate:", torch.equal(drawn, course_drawn))
 
 # %% [markdown]
 # ## 5. Inside the trained model

@@ -12,10 +12,11 @@ from course_utils.gpt.config import GPTConfig
 F64 = torch.float64
 
 
-def tiny_model(seed: int, d_vocab: int = 23, n_ctx: int = 12, tie_embeddings: bool = True) -> GPT:
-    """A seeded 2-layer GPT whose weights are moved off the init, so every parameter matters."""
+def tiny_model(seed: int, d_vocab: int = 23, n_ctx: int = 12, tie_embeddings: bool = True, n_layers: int = 2) -> GPT:
+    """A seeded GPT (2 layers unless asked) whose weights are moved off the init, so every parameter matters."""
     gen = torch.Generator().manual_seed(100 + seed)
-    cfg = GPTConfig(d_vocab=d_vocab, n_ctx=n_ctx, d_model=16, n_heads=2, n_layers=2, tie_embeddings=tie_embeddings)
+    cfg = GPTConfig(d_vocab=d_vocab, n_ctx=n_ctx, d_model=16, n_heads=2, n_layers=n_layers,
+                    tie_embeddings=tie_embeddings)
     model = GPT(cfg)
     model.reset_parameters(gen)
     with torch.no_grad():

@@ -28,6 +28,7 @@ import math
 
 import torch
 
+from course_utils.gpt.layer_cache import CachedGPT
 from course_utils.gpt.model import GPT
 
 def _pattern(n: int, scale: float, freq: float) -> torch.Tensor:
@@ -71,8 +72,9 @@ def _spender(budget: int):
     return spend
 
 
-class TokenBudgetGPT(GPT):
-    """A course GPT that may run on ``budget`` positions per sequence; past it, it always predicts its last id."""
+class TokenBudgetGPT(CachedGPT):
+    """A course GPT (called as ``model(tokens, cache)`` too) that may run on ``budget`` positions per sequence;
+    past it, it always predicts its last id."""
 
     def __init__(self, cfg, budget: int):
         super().__init__(cfg)

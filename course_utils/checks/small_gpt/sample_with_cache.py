@@ -1,12 +1,13 @@
 """Exercise ``sample_with_cache(model, prompt, n_new, temperature, generator)``: the sampling loop with a KV cache.
 
-Required form (stated in the notebook): ``prompt`` (batch, pos) token ids with pos + n_new - 1 <= n_ctx;
-return (batch, pos + n_new). The prompt goes through ``generation.forward_with_cache`` once, then each
-sampled token alone with the cache returned by the step before; every token is drawn with
+Required form (stated in the notebook): ``model`` is called as ``model(tokens, cache)`` (the student's own
+``SmallGPT``, or ``layer_cache.CachedGPT``) with ``cache`` one ``LayerCache`` per block (``new_cache``);
+``prompt`` (batch, pos) token ids with pos + n_new - 1 <= n_ctx; return (batch, pos + n_new). The prompt goes
+through the model once, then each sampled token alone with the same cache; every token is drawn with
 ``sample_next_token(logits, temperature, generator=generator)`` from the last position's logits, so the
-tokens equal ``generate(..., use_cache=True)``'s and the uncached loop's (compared exactly; every call
-gets a fresh generator seeded the same way). The model is a ``_traps.TokenBudgetGPT`` allowed prompt + n_new - 1
-positions in all, so an answer that re-runs the sequence instead of using the cache draws other tokens.
+tokens equal ``layer_cache.cached_sample``'s, ``generate``'s and the uncached loop's (compared exactly; every
+call gets a fresh generator seeded the same way). The model is a ``_traps.TokenBudgetGPT`` allowed prompt +
+n_new - 1 positions in all, so an answer that re-runs the sequence instead of using the cache draws other tokens.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.small_gpt._cases import tiny_model
 from course_utils.checks.small_gpt._traps import TokenBudgetGPT, trapped
-from course_utils.gpt.generation import forward_with_cache, generate
+from course_utils.gpt.layer_cache import LayerCache, cached_sample, new_cache
 from course_utils.sampling import sample_next_token
 
 
 def sample_with_cache(model, prompt, n_new, temperature, generator):
-    """Reference: ``generation.generate`` with the readable cache."""
-    return generate(model, prompt, n_new, temperature=temperature, generator=generator, use_cache=True)
+    """Reference: ``layer_cache.cached_sample`` (``generate``'s tokens)."""
+    return cached_sample(model, prompt, n_new, temperature, generator)
 
 
 def _cached_cases(seed: int) -> list[Case]:
@@ -52,13 +53,14 @@ def _run_sampler(impl, case: Case):
 
 def _loop(model, prompt, n_new, pick, keep_cache=True):
     """A cached loop with knobs for the mistakes: ``pick(logits)`` chooses each token."""
-    logits, cache = forward_with_cache(model, prompt)
+    cache = new_cache(model.cfg.n_layers)
+    logits = model(prompt, cache)
     ids = prompt
     for i in range(n_new):
         token = pick(logits)
         ids = torch.cat([ids, token[:, None]], dim=1)
         if i < n_new - 1:
-            logits, cache = forward_with_cache(model, token[:, None], cache if keep_cache else None)
+            logits = model(token[:, None], cache if keep_cache else new_cache(model.cfg.n_layers))
     return ids
 
 
@@ -68,7 +70,7 @@ bank = Bank()
 # -- mistakes ------------------------------------------------------------------------------------
 @bank.mistake(
     "cache not passed on",
-    "give each step the cache the step before returned: without it the new token is read as position 0 "
+    "give every step the same cache, the one the prompt filled: with a new one the new token is read as position 0 "
     "with nothing before it",
 )
 def cached_no_cache(model, prompt, n_new, temperature, generator):
@@ -85,7 +87,7 @@ def cached_no_cache(model, prompt, n_new, temperature, generator):
 def cached_refeed(model, prompt, n_new, temperature, generator):
     ids = prompt
     for _ in range(n_new):
-        logits, _ = forward_with_cache(model, ids)  # a fresh cache every step: the sequence again
+        logits = model(ids, new_cache(model.cfg.n_layers))  # a fresh cache every step: the sequence again
         ids = torch.cat([ids, sample_next_token(logits[:, -1], temperature, generator=generator)[:, None]], dim=1)
     return ids
 
@@ -113,19 +115,20 @@ def _cached_preallocated(model, prompt, n_new, temperature, generator):
     n_prompt = prompt.shape[1]
     out = torch.zeros(prompt.shape[0], n_prompt + n_new, dtype=torch.long)
     out[:, :n_prompt] = prompt
-    logits, cache = forward_with_cache(model, prompt)
+    cache = [LayerCache() for _ in model.blocks]
+    logits = model(prompt, cache)
     for end in range(n_prompt, n_prompt + n_new):
         out[:, end] = sample_next_token(logits[:, -1], temperature, generator=generator)
         if end + 1 < out.shape[1]:
-            logits, cache = forward_with_cache(model, out[:, end : end + 1], cache)
+            logits = model(out[:, end : end + 1], cache)
     return out
 
 
 @bank.alternative("the prompt fed one token at a time")
 def _cached_token_by_token(model, prompt, n_new, temperature, generator):
-    cache, ids = None, prompt
+    cache, ids = new_cache(model.cfg.n_layers), prompt
     for i in range(prompt.shape[1] + n_new - 1):
-        logits, cache = forward_with_cache(model, ids[:, i : i + 1], cache)
+        logits = model(ids[:, i : i + 1], cache)
         if i >= prompt.shape[1] - 1:  # past the prompt: sample from the newest logits
             nxt = sample_next_token(logits[:, -1], temperature, generator=generator)
             ids = torch.cat([ids, nxt[:, None]], dim=1)
@@ -134,13 +137,14 @@ def _cached_token_by_token(model, prompt, n_new, temperature, generator):
 
 @bank.alternative("new tokens in a list, a while loop")
 def _cached_list(model, prompt, n_new, temperature, generator):
-    logits, cache = forward_with_cache(model, prompt)
+    cache = new_cache(model.cfg.n_layers)
+    logits = model(prompt, cache=cache)
     new = []
     while True:
         new.append(sample_next_token(logits[:, -1], temperature, generator=generator).unsqueeze(1))
         if len(new) == n_new:
             return torch.cat([prompt, *new], dim=1)
-        logits, cache = forward_with_cache(model, new[-1], cache)
+        logits = model(new[-1], cache=cache)
 
 
 SAMPLE_WITH_CACHE = Exercise(
@@ -154,8 +158,9 @@ SAMPLE_WITH_CACHE = Exercise(
     hints=[
         "Run the whole prompt once to fill the cache; after that, each step runs the model on the one token it just "
         "drew, and the cache supplies everything before it.",
-        "forward_with_cache returns (logits, cache): keep the cache it returns for the next call. The token drawn last "
-        "never needs to go through the model, and feeding it would pass the context in the check's first case.",
+        "Make one cache (a LayerCache per block) before the loop and pass that same list to every model call: the "
+        "model fills it as it goes. The token drawn last never needs to go through the model, and feeding it would "
+        "pass the context in the check's first case.",
     ],
 )
 EXERCISES = {SAMPLE_WITH_CACHE.name: SAMPLE_WITH_CACHE}
