@@ -131,8 +131,8 @@ PATCH_RESIDUAL = Exercise(
     hints=[
         "Run the model by hand on the corrupted tokens, block by block, as in the logit lens. At one moment, just "
         "before block `layer` (or before decoding, when layer is n_layers), swap one position of the stream.",
-        "Clone the stream, copy clean_streams[layer][:, position] into it at that position, and carry on with the "
-        "remaining blocks; then decode with model.unembed.",
+        "Clone the stream first, then overwrite that one position, in every row, with the clean run's vector for the "
+        "same layer and position; carry on with the remaining blocks and decode with model.unembed.",
     ],
 )
 EXERCISES = {PATCH_RESIDUAL.name: PATCH_RESIDUAL}
