@@ -17,8 +17,8 @@ from course_utils.viz.style import course_figure
 def plot_attribution(parts: dict):
     """Bars of the direct parts: ``parts`` as ``interp.direct_logit_attribution`` returns them (batch of one)."""
     heads, mlps = parts["heads"][0], parts["mlps"][0]  # (layer, head), (layer,)
-    labels = [f"L{l}H{h}" for l in range(heads.shape[0]) for h in range(heads.shape[1])]
-    labels += [f"MLP{l}" for l in range(mlps.shape[0])] + ["embed", "biases"]
+    labels = [f"L{layer}H{h}" for layer in range(heads.shape[0]) for h in range(heads.shape[1])]
+    labels += [f"MLP{layer}" for layer in range(mlps.shape[0])] + ["embed", "biases"]
     values = heads.flatten().tolist() + mlps.tolist()
     values += [float(parts["embed"][0]), float(parts["attn_bias"][0].sum() + parts["ln_bias"][0])]
     fig, ax = plt.subplots(figsize=(8, 3))
@@ -36,7 +36,7 @@ def plot_patching_map(grid, tokens: list[str]):
     fig, ax = plt.subplots(figsize=(8, 3))
     image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(len(tokens)), [repr(t)[1:-1] for t in tokens], rotation=90, fontsize=8)
-    ax.set_yticks(range(grid.shape[0]), [f"into block {l}" for l in range(grid.shape[0] - 1)] + ["final stream"])
+    ax.set_yticks(range(grid.shape[0]), [f"into block {layer}" for layer in range(grid.shape[0] - 1)] + ["final stream"])
     fig.colorbar(image, ax=ax, label="restored fraction")
     fig.tight_layout()
     return fig
