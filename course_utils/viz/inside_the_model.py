@@ -36,7 +36,8 @@ def plot_patching_map(grid, tokens: list[str]):
     fig, ax = plt.subplots(figsize=(8, 3))
     image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(len(tokens)), [repr(t)[1:-1] for t in tokens], rotation=90, fontsize=8)
-    ax.set_yticks(range(grid.shape[0]), [f"into block {layer}" for layer in range(grid.shape[0] - 1)] + ["final stream"])
+    rows = [f"into block {layer}" for layer in range(grid.shape[0] - 1)] + ["final stream"]
+    ax.set_yticks(range(grid.shape[0]), rows)
     fig.colorbar(image, ax=ax, label="restored fraction")
     fig.tight_layout()
     return fig
