@@ -54,6 +54,10 @@ def test_own_checkpoint_is_used_when_whole_else_the_course_one(tmp_path):
     from course_utils.gpt.checkpoint import FILES, load_checkpoint, load_own_or_course, save_checkpoint
 
     course = load_checkpoint()
+    from course_utils.gpt.checkpoint import STUDENT_CHECKPOINT
+
+    if not STUDENT_CHECKPOINT.exists():  # the default folder is named from the course's root, on any machine
+        assert load_own_or_course()["source"].endswith("in notebooks/student/my_small_gpt)")
     missing = load_own_or_course(tmp_path / "nothing")
     assert "course" in missing["source"] and torch.equal(missing["model"].W_E, course["model"].W_E)
     own = course["model"]

@@ -183,10 +183,14 @@ def load_own_or_course(folder=None, device: torch.device | str = "cpu") -> dict:
     ``load_checkpoint`` does: a broken checkpoint should not be replaced silently.
     """
     folder = STUDENT_CHECKPOINT if folder is None else Path(folder)
+    try:  # shown from the course's folder, so the sentence is the same on every machine
+        shown = folder.resolve().relative_to(DATA_DIR.parent.resolve()).as_posix()
+    except ValueError:
+        shown = str(folder)
     if all((folder / f).is_file() for f in FILES):
-        return {**load_checkpoint(folder, device), "source": f"your own model, from {folder}"}
+        return {**load_checkpoint(folder, device), "source": f"your own model, from {shown}"}
     return {**load_checkpoint(COURSE_CHECKPOINT, device),
-            "source": f"the course's model (no checkpoint of yours in {folder})"}
+            "source": f"the course's model (no checkpoint of yours in {shown})"}
 
 
 def main(argv=None) -> None:  # pragma: no cover - 3 minutes of training per seed
