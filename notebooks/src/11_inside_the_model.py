@@ -76,7 +76,7 @@ _ = seed_everything(0)  # the course seeds every generator it uses
 #
 # A claim about "the model" that holds for one training run only is a claim about a seed. So beside
 # the model you read, the course keeps four more runs of the same recipe (seeds 1 to 4); every claim
-# below is counted over all five course runs, and the counts are printed.
+# below about the GPT is counted over all five course runs, and the counts are printed.
 
 # %%
 from course_utils.gpt.checkpoint import SEEDS, load_checkpoint, load_own_or_course, seed_checkpoint
@@ -187,7 +187,8 @@ for layer, count in enumerate(on_top.tolist()):
 # So on this prompt the first block already does the work: the embedding of " k" alone points at
 # several continuations, and one block later every run has settled on "ing", which later blocks
 # only confirm. That is typical of easy, local predictions (the word is being completed from its
-# last piece); a prediction that needs the context further back settles later, as section 4 shows.
+# last piece); a prediction that needs a token further back must first have it moved into place, as
+# section 4 shows.
 #
 # The lens has a known weakness: the final LayerNorm and unembedding were trained to read the
 # *last* stream, and an early stream can use directions they read poorly. The tuned lens learns a
@@ -238,7 +239,7 @@ check_logit_attribution(split_logit_difference)
 #
 # The course's `interp.direct_logit_attribution` does the same split on the whole model: it collects
 # every write (`interp.component_writes`) and returns each head's, each MLP's and the biases' parts.
-# On the first prompt, "ing" against "ind" (the runner-up of several runs), in float64 so that the
+# On the first prompt, "ing" against "ind" (another way to go on from " k"), in float64 so that the
 # check of the sum is exact to many digits:
 
 # %%
@@ -545,7 +546,8 @@ for name, value in report.items():
 
 # %% [markdown]
 # The L1 penalty buys sparsity with shrinkage: the reconstructions come out shorter than the
-# activations, by both measures.
+# activations, by both measures. (The course's tests train SAEs on the course run's block 1 with two
+# seeds and check the variance explained, L0 and shrinkage with margins, `tests/test_sae_on_mlp.py`.)
 
 # %%
 assert report["norm_ratio"] < 0.95 and report["relative_reconstruction_bias"] < 0.99, report
@@ -554,8 +556,9 @@ print("both measures of shrinkage below 1: True")
 # %% [markdown]
 # What do the latents respond to? For the three latents that fire most often on the held-out tokens,
 # the tokens where each fires hardest, with the text before them (`interp.top_activating_snippets`).
-# Some latents pick out one token wherever it stands, others a token in one kind of context; a few are
-# hard to name. Which latents these are changes with the SAE's training, so read them as examples.
+# Look for latents that pick out one token wherever it stands, or a token in one kind of context;
+# others are hard to name. Which latents these are changes with the SAE's training, so read them as
+# examples.
 
 # %% tags=["nbval-ignore-output"]
 # Output not compared by the tests: which latents an SAE trained here learns varies with the processor's arithmetic.
