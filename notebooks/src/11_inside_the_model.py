@@ -358,13 +358,22 @@ fig = plot_patching_map(grid, [tokenizer.decode([int(t)]) for t in corrupted_tok
 
 # %%
 LAST = clean_tokens.shape[1] - 1
+
+
+def or_minus_ou(logits: torch.Tensor) -> float:
+    return float(logits[0, -1, OR] - logits[0, -1, OU])
+
+
 counts = {"last": [0] * (model.cfg.n_layers + 1), "corrupted": [0] * (model.cfg.n_layers + 1)}
-for run in course_runs:
-    run_grid = interp.residual_patching_map(run, clean_tokens, corrupted_tokens, -1, OR, OU)
+for run in course_runs:  # the two columns that matter, patched one at a time with run_with_patches
+    clean_logits, clean_cache = interp.run_with_patches(run, clean_tokens)
+    corrupted_diff = or_minus_ou(interp.run_with_patches(run, corrupted_tokens)[0])
     for layer in range(model.cfg.n_layers + 1):
         for name, pos in (("last", LAST), ("corrupted", CORRUPTED_AT)):
-            assert abs(float(run_grid[layer, pos]) - 0.5) > 0.05  # no fraction near the threshold: counts are firm
-            counts[name][layer] += float(run_grid[layer, pos]) > 0.5
+            patched, _ = interp.run_with_patches(run, corrupted_tokens, clean_cache, resid=[(layer, pos)])
+            restored = interp.restored_fraction(or_minus_ou(patched), or_minus_ou(clean_logits), corrupted_diff)
+            assert abs(restored - 0.5) > 0.05  # no fraction near the threshold: the counts are firm
+            counts[name][layer] += restored > 0.5
 assert counts["last"][2] == len(SEEDS) and counts["corrupted"][2] == 0  # the prose below
 print(f"{'':>16}{'last position':>16}{'the corrupted one':>20}   (runs restoring more than half)")
 for layer in range(model.cfg.n_layers + 1):
