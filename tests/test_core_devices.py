@@ -335,8 +335,8 @@ NOT_ON_META = {
        for n in ("model_flops_utilization", "training_seconds")},
     **{f"counting.scaling.{n}": "arithmetic on Python numbers, no tensors" for n in ("chinchilla_tokens", "compute_optimal")},
     **{f"gpt.checkpoint.{n}": "reads, writes or trains the course checkpoint: files and data"
-       for n in ("corpus_tokens", "load_checkpoint", "main", "replay_first_steps", "save_checkpoint",
-                 "seed_checkpoint", "small_gpt_tokenizer", "train_course_model")},
+       for n in ("corpus_tokens", "load_checkpoint", "load_own_or_course", "main", "replay_first_steps",
+                 "save_checkpoint", "seed_checkpoint", "small_gpt_tokenizer", "train_course_model")},
     **{f"gpt.resume.{n}": "saves or restores a run's state: files and CPU generator states (torch.Generator)"
        for n in ("capture_rng", "restore_rng", "save_training_state", "load_training_state", "restore_training_state")},
     **{f"gpt.gpt2_weights.{n}": "reads GPT-2 weight files or a transformers config: needs data"

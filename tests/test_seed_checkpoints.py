@@ -48,3 +48,28 @@ def test_every_seed_ends_well_below_the_bigram_baseline(split):
     bigram = bigram_loss(*split, COURSE_MODEL.d_vocab)
     finals = [load_checkpoint(seed_checkpoint(s))["log"]["val_loss"][-1] for s in SEEDS]
     assert max(finals) < bigram - 0.3, (finals, bigram)
+
+
+def test_own_checkpoint_is_used_when_whole_else_the_course_one(tmp_path):
+    from course_utils.gpt.checkpoint import FILES, load_checkpoint, load_own_or_course, save_checkpoint
+
+    course = load_checkpoint()
+    from course_utils.gpt.checkpoint import STUDENT_CHECKPOINT
+
+    if not STUDENT_CHECKPOINT.exists():  # the default folder is named from the course's root, on any machine
+        assert load_own_or_course()["source"].endswith("in notebooks/student/my_small_gpt)")
+    missing = load_own_or_course(tmp_path / "nothing")
+    assert "course" in missing["source"] and torch.equal(missing["model"].W_E, course["model"].W_E)
+    own = course["model"]
+    with torch.no_grad():
+        own.W_E.add_(1.0)  # a model that differs from the course's
+    save_checkpoint(tmp_path / "mine", own, course["tokenizer"], course["train_config"], course["log"])
+    found = load_own_or_course(tmp_path / "mine")
+    assert "your own" in found["source"] and torch.equal(found["model"].W_E, own.W_E)
+    (tmp_path / "mine" / FILES[0]).unlink()  # a partial folder: the course's model again
+    assert "course" in load_own_or_course(tmp_path / "mine")["source"]
+    (tmp_path / "bad").mkdir()
+    for name in FILES:
+        (tmp_path / "bad" / name).write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="corrupt"):
+        load_own_or_course(tmp_path / "bad")

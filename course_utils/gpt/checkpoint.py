@@ -40,6 +40,8 @@ COURSE_MODEL = GPTConfig(
     d_vocab=SMALL_GPT_VOCAB_SIZE, n_ctx=64, d_model=128, n_heads=4, n_layers=4, tie_embeddings=False
 )
 FILES = ("model.pt", "config.json", "tokenizer.json", "log.json")
+# Where notebook 09 saves the student's own run (git-ignored, beside their copy of the notebooks).
+STUDENT_CHECKPOINT = DATA_DIR.parent / "notebooks" / "student" / "my_small_gpt"
 
 
 _TOKENIZER: dict[int, ByteBPETokenizer] = {}
@@ -170,6 +172,25 @@ def load_checkpoint(folder=COURSE_CHECKPOINT, device: torch.device | str = "cpu"
         "log": log,
         "train_config": train_cfg,
     }
+
+
+def load_own_or_course(folder=None, device: torch.device | str = "cpu") -> dict:
+    """The student's trained model where there is one, else the course's: ``load_checkpoint``'s dict plus
+    ``"source"``, a sentence saying which was loaded.
+
+    ``folder`` (default ``STUDENT_CHECKPOINT``) is used when it holds a whole checkpoint (all of ``FILES``);
+    otherwise the course checkpoint is. A folder that holds the files but does not load raises, as
+    ``load_checkpoint`` does: a broken checkpoint should not be replaced silently.
+    """
+    folder = STUDENT_CHECKPOINT if folder is None else Path(folder)
+    try:  # shown from the course's folder, so the sentence is the same on every machine
+        shown = folder.resolve().relative_to(DATA_DIR.parent.resolve()).as_posix()
+    except ValueError:
+        shown = str(folder)
+    if all((folder / f).is_file() for f in FILES):
+        return {**load_checkpoint(folder, device), "source": f"your own model, from {shown}"}
+    return {**load_checkpoint(COURSE_CHECKPOINT, device),
+            "source": f"the course's model (no checkpoint of yours in {shown})"}
 
 
 def main(argv=None) -> None:  # pragma: no cover - 3 minutes of training per seed
