@@ -1075,9 +1075,12 @@ fig = plot_loss_curve(committed_log, bigram)
 # **The whole recipe.** To train all the steps with your parts (a few minutes on a CPU, less on a GPU),
 # set the flag below to True and run the cell; it assembles a fresh run, so it starts again from the
 # initial weights. `python -m course_utils.gpt.checkpoint` is the course's own run of the same recipe,
-# the one that made the committed checkpoint.
+# the one that made the committed checkpoint. The cell saves your trained model in
+# `notebooks/student/my_small_gpt/`, where notebook 11 looks inside it.
 
 # %%
+from course_utils.gpt import STUDENT_CHECKPOINT, save_checkpoint
+
 RUN_FULL_RECIPE = False
 if RUN_FULL_RECIPE:
     full_run = assemble(parts, {part: check(parts[part]) for part, check in checks.items()}, COURSE_MODEL,
@@ -1085,6 +1088,11 @@ if RUN_FULL_RECIPE:
     full_losses = full_run.train(train_ids)
     print(f"mean loss over the last 50 steps: yours {sum(full_losses[-50:]) / 50:.3f}, "
           f"the committed run's {sum(committed_log['train_loss'][-50:]) / 50:.3f}")
+    yours = GPT(COURSE_MODEL)
+    yours.load_state_dict(full_run.model.state_dict())  # your model's weights, in the course's class
+    save_checkpoint(STUDENT_CHECKPOINT, yours, tokenizer, train_cfg,
+                    {"train_loss": full_losses, "val_loss": [full_run.validation_loss(val_ids)]})
+    print("saved in", STUDENT_CHECKPOINT)
 
 # %% [markdown]
 # ### On a GPU: a bigger model from the same notebook
