@@ -95,7 +95,7 @@ class GPT(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        """nanoGPT's GPT-2 initialisation (``initialise``), drawn in sorted-name order from ``generator`` or the global seed.
+        """nanoGPT's GPT-2 initialisation (``initialise``), in sorted-name order from ``generator`` or the global seed.
 
         Only this draw decides the weights (not the order the sub-modules were built in), so
         ``model.reset_parameters(torch.Generator().manual_seed(0))`` always gives the same model.

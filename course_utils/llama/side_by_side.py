@@ -64,7 +64,10 @@ def matched_llama(cfg: GPTConfig, n_kv_heads: int, multiple_of: int = 8) -> Llam
 
 
 def build_pair(seed: int, cfg: GPTConfig = GPT2_STYLE, n_kv_heads: int = N_KV_HEADS) -> dict:
-    """``{"gpt2_style": GPT, "llama_style": Llama}``, both drawn by notebook 09's rule from a generator seeded ``seed``."""
+    """``{"gpt2_style": GPT, "llama_style": Llama}``, drawn by notebook 09's rule from a generator seeded ``seed``.
+
+    The Llama-style one is ``matched_llama(cfg, n_kv_heads)``, so the two hold about as many parameters.
+    """
     non_negative_int("seed", seed)
     gpt, llama = GPT(cfg), Llama(matched_llama(cfg, n_kv_heads))
     for model in (gpt, llama):
