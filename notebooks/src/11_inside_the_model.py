@@ -46,7 +46,7 @@
 #
 # Notebook 09 trained a small GPT on Shakespeare. It predicts the next token well enough to write
 # something that looks like a play, but *how*? This notebook opens it up with five tools that
-# interpretability researchers use on models a thousand times larger: read the stream as it flows
+# interpretability researchers use on models far larger than this one: read the stream as it flows
 # through the blocks, split one prediction into the parts that wrote it, transplant activations
 # from one prompt into another, find a circuit in a model small enough to see whole, and take the
 # MLP's neurons apart into sparser pieces.
