@@ -10,6 +10,7 @@ import torch
 from course_utils.llama import Llama, config_from_transformers, load_llama, load_llama_block, rotate_queries_keys
 from course_utils.moe import SwiGLU
 from course_utils.tolerances import tolerance
+from llama_oracle import assert_close, hf_config, randomise
 
 transformers = pytest.importorskip("transformers")
 from transformers.models.llama.modeling_llama import (  # noqa: E402 (after the skip)
@@ -28,36 +29,15 @@ SHAPES = {  # d_model, n_heads, n_kv_heads, n_layers, d_mlp
 LAYOUTS = ["halves", "interleaved"]
 
 
-def _hf_config(d_model, n_heads, n_kv_heads, n_layers, d_mlp):
-    return transformers.LlamaConfig(
-        vocab_size=97, hidden_size=d_model, intermediate_size=d_mlp, num_hidden_layers=n_layers,
-        num_attention_heads=n_heads, num_key_value_heads=n_kv_heads, max_position_embeddings=32,
-        rope_theta=1000.0, rms_norm_eps=1e-5, attn_implementation="eager",
-    )  # fmt: skip
-
-
-def _randomise(module, seed=0):
-    """Every weight random (std 0.2), every RMSNorm gain 1 + 0.2 · noise: nothing left at its default."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            noise = 0.2 * torch.randn(p.shape, generator=g)
-            p.copy_(1 + noise if p.ndim == 1 else noise)
-    return module.eval()
-
-
-def _assert_close(name, ours, theirs):
-    """Float32 agreement relative to the output's scale: |ours - theirs| <= rtol · max|theirs| + atol."""
-    rtol, atol = tolerance(torch.float32)
-    diff = (ours - theirs).abs().max().item()
-    assert diff <= rtol * theirs.abs().max().item() + atol, f"{name}: max abs difference {diff:.3g}"
+def _hf_config(*shape):
+    return hf_config(transformers, *shape, rope_theta=1000.0)  # a base other than 10,000: the conversion must carry it
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_block_equals_llama_decoder_layer(shape, layout):
     hc = _hf_config(*SHAPES[shape])
-    layer = _randomise(LlamaDecoderLayer(hc, layer_idx=0))
+    layer = randomise(LlamaDecoderLayer(hc, layer_idx=0))
     block = load_llama_block(layer, config_from_transformers(hc, layout))
     x = torch.randn(2, 11, hc.hidden_size, generator=torch.Generator().manual_seed(1))
     positions = torch.arange(11)[None].expand(2, -1)  # (batch, pos)
@@ -67,26 +47,26 @@ def test_block_equals_llama_decoder_layer(shape, layout):
         theirs = layer(x, attention_mask=additive_mask, position_ids=positions,
                        position_embeddings=LlamaRotaryEmbedding(hc)(x, positions))
         ours = block(x)
-    _assert_close(f"block {shape} {layout}", ours, theirs)
+    assert_close(f"block {shape} {layout}", ours, theirs)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_model_equals_llama_for_causal_lm(shape, layout):
-    hf = _randomise(transformers.LlamaForCausalLM(_hf_config(*SHAPES[shape])), seed=2)
+    hf = randomise(transformers.LlamaForCausalLM(_hf_config(*SHAPES[shape])), seed=2)
     model = load_llama(hf, layout)
     assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in hf.parameters())
     tokens = torch.randint(0, 97, (2, 13), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         theirs = hf(tokens).logits
         ours, fused = model(tokens), model(tokens, impl="fused")
-    _assert_close(f"model {shape} {layout}", ours, theirs)
-    _assert_close(f"model {shape} {layout} fused", fused, theirs)
+    assert_close(f"model {shape} {layout}", ours, theirs)
+    assert_close(f"model {shape} {layout} fused", fused, theirs)
 
 
 def test_the_layouts_differ_without_the_conversion():
     """The conversion is needed: interleaved RoPE on the rotate-half weights, unpermuted, is another model."""
-    hf = _randomise(transformers.LlamaForCausalLM(_hf_config(*SHAPES["gqa"])), seed=2)
+    hf = randomise(transformers.LlamaForCausalLM(_hf_config(*SHAPES["gqa"])), seed=2)
     model = load_llama(hf, "halves")
     wrong = Llama(model.cfg.with_(rope_layout="interleaved"))
     wrong.load_state_dict(model.state_dict())  # interleaved pairs, weights not permuted
@@ -146,7 +126,7 @@ def test_rotation_at_an_offset_equals_transformers_rotary_embedding(offset):
     theirs_q, _ = apply_rotary_pos_emb(q, q, cos, sin)
     _, theirs_k = apply_rotary_pos_emb(k, k, cos, sin)
     ours_q, ours_k = rotate_queries_keys(q, k, offset, base=1000.0, layout="halves")
-    _assert_close(f"rotary q offset {offset}", ours_q, theirs_q)
-    _assert_close(f"rotary k offset {offset}", ours_k, theirs_k)
+    assert_close(f"rotary q offset {offset}", ours_q, theirs_q)
+    assert_close(f"rotary k offset {offset}", ours_k, theirs_k)
     if offset:
         assert (rotate_queries_keys(q, k, 0, base=1000.0)[0] - theirs_q).abs().max() > 1e-2

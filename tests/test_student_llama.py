@@ -15,8 +15,8 @@ import torch
 from course_utils.counting import count_parameters
 from course_utils.gpt.cache import KVCache
 from course_utils.llama import config_from_transformers, load_llama, load_llama_block
-from course_utils.tolerances import tolerance
 from tools.mutation.sources import namespace
+from llama_oracle import assert_close, hf_config, randomise
 
 transformers = pytest.importorskip("transformers")
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding  # noqa: E402
@@ -27,31 +27,6 @@ SHAPES = {  # d_model, n_heads, n_kv_heads, n_layers, d_mlp
     "mqa": (32, 4, 1, 2, 64),
 }
 LAYOUTS = ["halves", "interleaved"]
-
-
-def _hf_config(d_model, n_heads, n_kv_heads, n_layers, d_mlp):
-    return transformers.LlamaConfig(
-        vocab_size=97, hidden_size=d_model, intermediate_size=d_mlp, num_hidden_layers=n_layers,
-        num_attention_heads=n_heads, num_key_value_heads=n_kv_heads, max_position_embeddings=32,
-        rope_theta=10_000.0, rms_norm_eps=1e-5, attn_implementation="eager",
-    )  # fmt: skip
-
-
-def _randomise(module, seed=0):
-    """Every weight random (std 0.2), every RMSNorm gain 1 + 0.2 · noise: nothing left at its default."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            noise = 0.2 * torch.randn(p.shape, generator=g)
-            p.copy_(1 + noise if p.ndim == 1 else noise)
-    return module.eval()
-
-
-def _assert_close(name, ours, theirs):
-    """Float32 agreement relative to the output's scale: |ours - theirs| <= rtol · max|theirs| + atol."""
-    rtol, atol = tolerance(torch.float32)
-    diff = (ours - theirs).abs().max().item()
-    assert diff <= rtol * theirs.abs().max().item() + atol, f"{name}: max abs difference {diff:.3g}"
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +41,8 @@ def notebook():
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_notebooks_block_equals_llama_decoder_layer(notebook, shape, layout):
-    hc = _hf_config(*SHAPES[shape])
-    layer = _randomise(LlamaDecoderLayer(hc, layer_idx=0))
+    hc = hf_config(transformers, *SHAPES[shape])
+    layer = randomise(LlamaDecoderLayer(hc, layer_idx=0))
     cfg = config_from_transformers(hc, layout)
     student = notebook["LlamaBlock"](cfg)
     student.load_state_dict(load_llama_block(layer, cfg).state_dict())  # strict: the course's names
@@ -79,14 +54,14 @@ def test_the_notebooks_block_equals_llama_decoder_layer(notebook, shape, layout)
         theirs = layer(x, attention_mask=additive_mask, position_ids=positions,
                        position_embeddings=LlamaRotaryEmbedding(hc)(x, positions))  # fmt: skip
         ours, k, v = student(x)
-    _assert_close(f"block {shape} {layout}", ours, theirs)
+    assert_close(f"block {shape} {layout}", ours, theirs)
     assert tuple(k.shape) == tuple(v.shape) == (2, cfg.kv_heads, 9, cfg.d_head)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_notebooks_model_equals_llama_for_causal_lm_whole_and_cached(notebook, shape, layout):
-    hf = _randomise(transformers.LlamaForCausalLM(_hf_config(*SHAPES[shape])), seed=2)
+    hf = randomise(transformers.LlamaForCausalLM(hf_config(transformers, *SHAPES[shape])), seed=2)
     course = load_llama(hf, layout)
     student = notebook["Llama"](course.cfg)
     student.load_state_dict(course.state_dict())
@@ -95,16 +70,16 @@ def test_the_notebooks_model_equals_llama_for_causal_lm_whole_and_cached(noteboo
         theirs = hf(tokens).logits
         whole, cache = student(tokens), KVCache()
         pieces = [student(tokens[:, :6], cache), student(tokens[:, 6:7], cache), student(tokens[:, 7:], cache)]
-    _assert_close(f"model {shape} {layout}", whole, theirs)
-    _assert_close(f"model {shape} {layout}, a prompt of 6, then 1, then 4", torch.cat(pieces, dim=1), theirs)
+    assert_close(f"model {shape} {layout}", whole, theirs)
+    assert_close(f"model {shape} {layout}, a prompt of 6, then 1, then 4", torch.cat(pieces, dim=1), theirs)
     assert cache.length == 11 and len(cache.keys) == len(cache.values) == course.cfg.n_layers
     assert tuple(cache.keys[0].shape) == (2, course.cfg.kv_heads, 11, course.cfg.d_head)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_counter_counts_the_notebooks_model(notebook, shape):
-    cfg = config_from_transformers(_hf_config(*SHAPES[shape]))
+    cfg = config_from_transformers(hf_config(transformers, *SHAPES[shape]))
     student = notebook["Llama"](cfg)
-    hf = transformers.LlamaForCausalLM(_hf_config(*SHAPES[shape]))
+    hf = transformers.LlamaForCausalLM(hf_config(transformers, *SHAPES[shape]))
     built = sum(p.numel() for p in student.parameters())
     assert built == count_parameters(cfg)["total"] == sum(p.numel() for p in hf.parameters())

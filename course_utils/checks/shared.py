@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from course_utils.checks.core import Case
+from course_utils.gpt.model import GPT
 
 WORKED_LOGITS = torch.tensor([6.2, 4.9, 2.1, 1.0])  # CAT, DOG, IS, LOVELY
 
@@ -38,3 +39,14 @@ def rows_sum_to_one(case: Case, out) -> bool:
 def no_nan(case: Case, out) -> bool:
     """The property "no NaN": ``out`` is a tensor without a single NaN."""
     return isinstance(out, torch.Tensor) and not torch.isnan(out).any()
+
+
+def perturbed_gpt(cfg, generator: torch.Generator) -> GPT:
+    """A course ``GPT(cfg)`` drawn from ``generator`` by 09's rule and then moved off it (0.3 · noise on every
+    weight, so that every parameter matters to a check), in eval mode."""
+    model = GPT(cfg)
+    model.reset_parameters(generator)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn(p.shape, generator=generator))
+    return model.eval()

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from course_utils.checks.compare import describe_mismatch
+from course_utils.gpt.config import check_state_dict
 from course_utils.tolerances import teaching_tolerance
 
 CONVENTION = "weights not loaded"  # first item of the answer `run` returns when a module cannot take the weights
@@ -154,3 +155,30 @@ def compare_or_convention(tolerance: str = "float32"):
         return describe_mismatch(expected, got, tol=tol)
 
     return compare
+
+
+def load_course_state(module: nn.Module, state: dict[str, Tensor], layout: str) -> str | None:
+    """Load ``state`` (a course module's weights, by name) into the student's ``module``, made float64 first.
+
+    None when it loads, else one line on what stops it: persistent state that is not a parameter (nanoGPT
+    registers its causal mask as a buffer) is named as such, not blamed on the parameter names; a name or
+    shape that differs points at ``layout``, the course module whose names the notebook lists.
+    """
+    parameters = {name for name, _ in module.named_parameters()}
+    extra = [name for name in module.state_dict() if name not in state and name not in parameters]
+    if extra:
+        names = ", ".join(f"`{name}`" for name in extra[:4])
+        return (
+            f"your module's state_dict holds {names} besides its parameters (a buffer registered as persistent?); "
+            "the module holds no other persistent state: build it in forward, or register it with "
+            "register_buffer(..., persistent=False)"
+        )
+    try:
+        check_state_dict(module.double(), state)
+    except ValueError as error:
+        return (
+            f"{error}; the check loads the course's weights by name, so keep the parameter names and shapes "
+            f"the notebook lists (those of {layout})"
+        )
+    module.load_state_dict(state)
+    return None

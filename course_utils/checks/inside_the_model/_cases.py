@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from course_utils.checks.shared import perturbed_gpt
 from course_utils.gpt.config import GPTConfig
 from course_utils.gpt.model import GPT
 
@@ -12,12 +13,7 @@ def tiny_gpt(seed: int, n_layers: int = 2, tie_embeddings: bool = False) -> GPT:
     """A seeded GPT (d_vocab 19, n_ctx 10, d_model 16, 2 heads) moved off its init, in eval mode."""
     gen = torch.Generator().manual_seed(200 + seed)
     cfg = GPTConfig(d_vocab=19, n_ctx=10, d_model=16, n_heads=2, n_layers=n_layers, tie_embeddings=tie_embeddings)
-    model = GPT(cfg)
-    model.reset_parameters(gen)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn(p.shape, generator=gen))
-    return model.eval()
+    return perturbed_gpt(cfg, gen)
 
 
 def tiny_tokens(seed: int, batch: int, pos: int) -> torch.Tensor:

@@ -8,6 +8,7 @@ import torch
 
 from course_utils.gpt.model import GPT
 from course_utils.gpt.config import GPTConfig
+from course_utils.checks.shared import perturbed_gpt
 
 F64 = torch.float64
 
@@ -17,10 +18,5 @@ def tiny_model(seed: int, d_vocab: int = 23, n_ctx: int = 12, tie_embeddings: bo
     gen = torch.Generator().manual_seed(100 + seed)
     cfg = GPTConfig(d_vocab=d_vocab, n_ctx=n_ctx, d_model=16, n_heads=2, n_layers=n_layers,
                     tie_embeddings=tie_embeddings)
-    model = GPT(cfg)
-    model.reset_parameters(gen)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn(p.shape, generator=gen))
-    return model.eval()
+    return perturbed_gpt(cfg, gen)
 

@@ -11,39 +11,13 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.checks.weights import convention_answer
-from course_utils.gpt.config import check_state_dict
+from course_utils.checks.weights import convention_answer, load_course_state
 from course_utils.gpt.layer_cache import LayerCache, new_cache
 
 
 def course_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """A course module's weights in float64, for loading into a student's module of the same layout."""
     return {name: t.detach().double().clone() for name, t in model.state_dict().items()}
-
-
-def load_course_state(module: torch.nn.Module, state: dict[str, torch.Tensor]) -> str | None:
-    """Load ``state`` into the student's ``module`` (made float64 first); None, or one line on what stops it.
-
-    Persistent state that is not a parameter (nanoGPT registers its causal mask as a buffer) is named as such,
-    not blamed on the parameter names."""
-    parameters = {name for name, _ in module.named_parameters()}
-    extra = [name for name in module.state_dict() if name not in state and name not in parameters]
-    if extra:
-        names = ", ".join(f"`{name}`" for name in extra[:4])
-        return (
-            f"your module's state_dict holds {names} besides its parameters (a buffer registered as persistent?); "
-            "the module holds no other persistent state: build it in forward, or register it with "
-            "register_buffer(..., persistent=False)"
-        )
-    try:
-        check_state_dict(module.double(), state)
-    except ValueError as error:
-        return (
-            f"{error}; the check loads the course's weights by name, so keep the parameter names and shapes "
-            "the notebook lists (those of course_utils.gpt.model)"
-        )
-    module.load_state_dict(state)
-    return None
 
 
 def run_class(cls, case):
@@ -54,7 +28,7 @@ def run_class(cls, case):
     and joins the outputs along the positions."""
     cfg, state, x, *fed = case.args
     module = cls(cfg)
-    problem = load_course_state(module, state)
+    problem = load_course_state(module, state, "course_utils.gpt.model")
     if problem is not None:
         return convention_answer(problem)
     with torch.no_grad():

@@ -15,8 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course_utils.checks.weights import convention_answer
-from course_utils.gpt.config import check_state_dict
+from course_utils.checks.weights import convention_answer, load_course_state
 
 
 def seeded_state(module: nn.Module, seed: int) -> dict[str, torch.Tensor]:
@@ -32,27 +31,6 @@ def seeded_state(module: nn.Module, seed: int) -> dict[str, torch.Tensor]:
         else:
             state[name] = noise / p.shape[-2] ** 0.5  # (…, fan-in, fan-out): outputs of about the inputs' size
     return state
-
-
-def load_state(module: nn.Module, state: dict[str, torch.Tensor]) -> str | None:
-    """Load ``state`` into the student's ``module`` (made float64 first); None, or one line on what stops it."""
-    parameters = {name for name, _ in module.named_parameters()}
-    extra = [name for name in module.state_dict() if name not in state and name not in parameters]
-    if extra:
-        names = ", ".join(f"`{name}`" for name in extra[:4])
-        return (
-            f"your module's state_dict holds {names} besides its parameters (a buffer registered as persistent?); "
-            "build it in forward, or register it with register_buffer(..., persistent=False)"
-        )
-    try:
-        check_state_dict(module.double(), state)
-    except ValueError as error:
-        return (
-            f"{error}; the check loads the course's weights by name, so keep the parameter names and shapes "
-            "the notebook lists (those of course_utils.llama)"
-        )
-    module.load_state_dict(state)
-    return None
 
 
 def spans(chunks: tuple[int, ...]) -> list[slice]:
@@ -72,7 +50,7 @@ def run_layer(cls, case):
     (a cache keeps ``n_kv_heads`` heads; what it holds in them is the module's own business)."""
     args, kwargs, state, x, chunks = case.args
     module = cls(*args, **kwargs)
-    problem = load_state(module, state)
+    problem = load_course_state(module, state, "course_utils.llama")
     if problem is not None:
         return convention_answer(problem)
     outs, shapes, k, v = [], [], None, None

@@ -20,7 +20,8 @@ from torch import nn
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.todays_block._modules import load_state, seeded_state, spans
+from course_utils.checks.todays_block._modules import seeded_state, spans
+from course_utils.checks.weights import load_course_state
 from course_utils.checks.weights import compare_or_convention, convention_answer
 from course_utils.gpt.cache import KVCache
 from course_utils.llama.config import LlamaConfig
@@ -58,7 +59,7 @@ def _cases(seed: int) -> list[Case]:
 def _run_model(cls, case):
     cfg, state, tokens, chunks = case.args
     model = cls(cfg)
-    problem = load_state(model, state)
+    problem = load_course_state(model, state, "course_utils.llama")
     if problem is not None:
         return convention_answer(problem)
     with torch.no_grad():
