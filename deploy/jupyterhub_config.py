@@ -25,7 +25,7 @@ c = get_config()  # noqa: F821 (JupyterHub's config loader defines get_config)
 COURSE = Path(__file__).resolve().parents[1]  # the repository this file is in
 HANDIN = Path(os.environ.get("COURSE_HANDIN", "/srv/handin"))
 # The student version, built once at install (`make release` writes COURSE/student); a login then only hashes
-# and copies. Without it every login builds the student version of all ten notebooks itself.
+# and copies. Without it every login builds the student version of every notebook itself.
 STUDENT = COURSE / "student" if (COURSE / "student").is_dir() else COURSE / "notebooks"
 if STUDENT.name != "student":
     print(f"jupyterhub_config.py: no {COURSE / 'student'} (make release): each first login builds the student "
