@@ -1,6 +1,6 @@
 """What the tests that hold a Llama-style model against ``transformers`` share: a config built with no download,
 weights randomised so that nothing stays at its default, and float32 agreement relative to the output's scale.
-Used by tests/test_llama_transformers.py (the course's reference) and tests/test_student_llama.py (notebook 10's
+Used by tests/test_llama_transformers.py (the course's reference) and tests/test_student_llama.py (notebook 12's
 solution); both import ``transformers`` themselves, after ``pytest.importorskip``."""
 
 import torch

@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from course_utils.gpt.capstone import PARTS, FusedGPT, assemble, estimate_loss, on_targets, training_loop
-from course_utils.checks.small_gpt.adamw_step import adamw_l2, check_adamw_step
-from course_utils.checks.small_gpt.clip_grad_norm import check_clip_grad_norm
-from course_utils.checks.small_gpt.estimate_loss import check_estimate_loss, estimate_left_in_eval
-from course_utils.checks.small_gpt.gpt_forward import check_gpt_forward
-from course_utils.checks.small_gpt.lr_schedule import check_lr_schedule
-from course_utils.checks.small_gpt.next_token_loss import check_next_token_loss, loss_no_shift
-from course_utils.checks.small_gpt.training_loop import check_training_loop
+from course_utils.checks.train_gpt.adamw_step import adamw_l2, check_adamw_step
+from course_utils.checks.train_gpt.clip_grad_norm import check_clip_grad_norm
+from course_utils.checks.train_gpt.estimate_loss import check_estimate_loss, estimate_left_in_eval
+from course_utils.checks.build_gpt.gpt_forward import check_gpt_forward
+from course_utils.checks.train_gpt.lr_schedule import check_lr_schedule
+from course_utils.checks.build_gpt.next_token_loss import check_next_token_loss, loss_no_shift
+from course_utils.checks.train_gpt.training_loop import check_training_loop
 from course_utils.gpt.model import GPT, GPTConfig
 from course_utils.gpt.optim import clip_grad_norm, lr_schedule
 from course_utils.gpt.training import TrainConfig, evaluate, make_optimizer, sequence_loss, train
@@ -31,11 +31,11 @@ CHECKS = {"next_token_loss": check_next_token_loss,
 
 @pytest.fixture(scope="module")
 def student():
-    """Notebook 09's solutions, every top-level definition of its source run as the mutation tool runs them
-    (``tools.mutation.sources.namespace``), and their verdicts: every check passes."""
+    """Notebooks 09's and 10's solutions, every top-level definition of their sources run as the mutation tool
+    runs them (``tools.mutation.sources.namespace``), and their verdicts: every check passes."""
     from tools.mutation.sources import namespace
 
-    notebook = namespace("small_gpt")
+    notebook = namespace("build_gpt") | namespace("train_gpt")
     parts = {name: notebook[name] for name in CHECKS} | {"model": notebook["SmallGPT"]}
     verdicts = {name: check(parts[name]) for name, check in CHECKS.items()}
     return parts, verdicts | {"model": check_gpt_forward(parts["model"])}

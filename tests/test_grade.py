@@ -393,19 +393,19 @@ def test_submissions_are_found_read_and_identified(tmp_path):
 
 
 def test_a_notebook_that_trains_gets_the_cell_time_its_metadata_asks_for(tmp_path):
-    """Notebook 09 trains its model in one cell (about 2 min on one thread): its own metadata raises the
+    """Notebook 10 trains its model in one cell (about 2 min on one thread): its own metadata raises the
     cell limit for its submissions, and the total by as much; other notebooks keep the instructor's."""
     catalog = course_catalog(WELCOME.parent)
-    assert catalog["09_small_gpt.ipynb"].cell_seconds == 480 and catalog["00_welcome.ipynb"].cell_seconds == 0
+    assert catalog["10_train_gpt.ipynb"].cell_seconds == 480 and catalog["00_welcome.ipynb"].cell_seconds == 0
     sub = Submission("ann", tmp_path / "x.ipynb", "x.ipynb")
 
     def limits(notebook, **given):
         return make_job(sub, catalog[notebook], Limits(**given), [1], None, tmp_path / "r.json")["limits"]
 
-    assert (limits("09_small_gpt.ipynb", cell_timeout=120)["cell_timeout"], Limits(**limits("09_small_gpt.ipynb",
+    assert (limits("10_train_gpt.ipynb", cell_timeout=120)["cell_timeout"], Limits(**limits("10_train_gpt.ipynb",
             cell_timeout=120)).total()) == (480, 1200 + 480)
-    assert limits("09_small_gpt.ipynb", cell_timeout=120, total_timeout=300)["total_timeout"] == 780
-    assert limits("09_small_gpt.ipynb", cell_timeout=600)["cell_timeout"] == 600  # never lowered
+    assert limits("10_train_gpt.ipynb", cell_timeout=120, total_timeout=300)["total_timeout"] == 780
+    assert limits("10_train_gpt.ipynb", cell_timeout=600)["cell_timeout"] == 600  # never lowered
     assert limits("00_welcome.ipynb", cell_timeout=120) == asdict(Limits(cell_timeout=120))
     nb = solution()
     nb.metadata["course"]["grading_cell_timeout_s"] = "a day"

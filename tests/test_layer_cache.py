@@ -9,18 +9,19 @@ student's model, cache step and loop, the same tokens as ``generate``; a student
 sampler's summary name it, and the course's model draws instead.
 """
 
-import ast
 
 import pytest
 import torch
 
-from course_utils.checks.small_gpt import check_gpt_forward, check_kv_cache_step, check_sample_with_cache
-from course_utils.checks.small_gpt.kv_cache_step import kv_new_first
+from course_utils.checks.build_gpt import check_gpt_forward, check_kv_cache_step
+from course_utils.checks.build_gpt.kv_cache_step import kv_new_first
+from course_utils.checks.generate_gpt import check_sample_with_cache
+from course_utils.env.sibling import run_definitions
 from course_utils.gpt.generation import generate
 from course_utils.gpt.layer_cache import CachedBlock, CachedGPT, LayerCache, cached_sample, new_cache
 from course_utils.gpt.model import GPT, Block, GPTConfig
 from course_utils.gpt.own_sampler import assemble_sampler
-from tools.mutation.sources import notebook_source
+from tools.mutation.sources import namespace, notebook_source
 
 CFG = GPTConfig(d_vocab=31, n_ctx=16, d_model=24, n_heads=3, n_layers=2)
 
@@ -78,15 +79,12 @@ def test_cached_sample_draws_generates_tokens_and_bad_caches_are_named(trained):
 
 
 def _student(**wrong):
-    """The notebook's imports and definitions run afresh (as ``tools.mutation.sources.namespace`` runs them), with
-    ``wrong`` put in place of the named definitions: the student's classes then call the wrong ones."""
+    """Notebook 09's imports and definitions run afresh (as notebook 11 runs them from the student's 09), with
+    ``wrong`` put in place of the named definitions: the student's classes then call the wrong ones; and
+    notebook 11's ``sample_with_cache``."""
     names: dict = {"__name__": "student"}
-    for node in ast.parse(notebook_source("small_gpt").read_text()).body:
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
-            try:
-                exec(compile(ast.Module([node], type_ignores=[]), "<09>", "exec"), names)
-            except Exception:  # a definition that needs a cell's computation
-                pass
+    run_definitions(notebook_source("build_gpt").read_text(), names, "<09>")
+    names["sample_with_cache"] = namespace("generate_gpt")["sample_with_cache"]
     names.update(wrong)  # in place: the definitions' globals are this dict
     return names
 

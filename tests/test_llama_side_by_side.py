@@ -1,4 +1,4 @@
-"""Notebook 10's side-by-side runs (``course_utils.llama.side_by_side``): the two models are matched in size
+"""Notebook 12's side-by-side runs (``course_utils.llama.side_by_side``): the two models are matched in size
 by notebook 08's counter and start from notebook 09's initialisation rule; the committed logs in
 data/todays_block/ start as this code trains (the first steps replayed, here and on the lowest numerics
 path through tests/test_numerics_matrix.py); and what the notebook says of them holds on every seed with

@@ -50,7 +50,7 @@ def test_each_row_of_the_batch_is_the_prompt_sampled_alone(models):
     for row, prompt in zip(out, PROMPTS):
         alone = generate(course, torch.tensor([prompt]), 6, temperature=0, use_cache=False)[0]
         assert torch.equal(row[-len(alone):], alone)
-    notebook = namespace("small_gpt")["sample_tokens"]
+    notebook = namespace("generate_gpt")["sample_tokens"]
     sampled = [f(padded, PROMPTS, 5, 0.9, torch.Generator().manual_seed(2), 0) for f in (sample_padded, notebook)]
     assert torch.equal(*sampled)
     with pytest.raises(ValueError, match="n_new"):

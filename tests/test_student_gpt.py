@@ -1,4 +1,4 @@
-"""Notebook 09's own solutions (``SmallGPT`` and the classes it is built from, ``convert_gpt2_weights``, read
+"""Notebooks 09's and 11's own solutions (``SmallGPT`` and the classes it is built from, ``convert_gpt2_weights``, read
 from the notebook's source by ``tools.mutation.sources.namespace``, no cell run) load GPT-2's tensors: a random
 ``GPT2LMHeadModel`` from a ``transformers`` config (no download), converted by ``gpt2_weights`` or by the
 notebook's own converter, gives Hugging Face's logits in the student's class as in the course's, which is what
@@ -30,7 +30,7 @@ def hf():
 
 @pytest.fixture(scope="module")
 def notebook():
-    return namespace("small_gpt")
+    return namespace("build_gpt") | namespace("generate_gpt")
 
 
 def _tokens():

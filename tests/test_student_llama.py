@@ -1,4 +1,4 @@
-"""Notebook 10's own solutions (``LlamaBlock`` and ``Llama``, with the RMSNorm, RotaryAttention and SwiGLU
+"""Notebook 12's own solutions (``LlamaBlock`` and ``Llama``, with the RMSNorm, RotaryAttention and SwiGLU
 they are built from, read from the notebook's source by ``tools.mutation.sources.namespace``, no cell run)
 against ``transformers``' ``LlamaDecoderLayer`` and ``LlamaForCausalLM`` built from a config (no download),
 their random weights converted by ``llama.transformers_weights`` (per-head layout; ``W_Q``/``W_K`` permuted
@@ -34,7 +34,7 @@ def notebook():
     names = namespace("todays_block")
     needed = ("RMSNorm", "rotate_queries_keys", "SwiGLU", "LlamaBlock", "Llama")
     missing = [name for name in needed if name not in names]
-    assert not missing, f"notebooks/src/10_todays_block.py does not define {missing} (sections 2-4 and 6 build on them)"
+    assert not missing, f"notebooks/src/12_todays_block.py does not define {missing} (sections 2-4 and 6 build on them)"
     return names
 
 

@@ -129,3 +129,39 @@ def test_a_manifest_from_before_the_cell_hashes_still_protects_the_student(cours
         _course_notebook(course / name, text="Add one, second version.")
     report = update_workspace(course, mine)
     assert report.refreshed == ["01_b.ipynb"] and report.updated_beside == [("00_a.ipynb", "00_a.updated.ipynb")]
+
+
+def test_a_split_notebook_names_its_replacements_and_stays_as_the_student_left_it(course, tmp_path):
+    """Issue #40: the old 09 became 09, 10 and 11 (and 10, 11 became 12, 13); a student who has the old one
+    keeps it untouched, gets the new ones, and is told on every run which notebooks replaced it."""
+    mine = tmp_path / "mine"
+    _course_notebook(course / "02_old.ipynb")
+    update_workspace(course, mine)
+    _edit(mine / "02_old.ipynb", "my answer")
+    before = (mine / "02_old.ipynb").read_bytes()
+    (course / "02_old.ipynb").unlink()
+    for name in ("02_first.ipynb", "03_second.ipynb"):
+        _course_notebook(course / name)
+    retired = {"02_old.ipynb": ("02_first.ipynb", "03_second.ipynb"), "07_gone.ipynb": ("08_new.ipynb",)}
+    report = update_workspace(course, mine, retired=retired)
+    assert report.added == ["02_first.ipynb", "03_second.ipynb"]
+    assert report.retired == [("02_old.ipynb", ("02_first.ipynb", "03_second.ipynb"))]  # 07_gone: they never had it
+    assert (mine / "02_old.ipynb").read_bytes() == before
+    message = ("The course split into 02_first.ipynb and 03_second.ipynb: your 02_old.ipynb is the old version, "
+               "left as it is. Copy your answers from it into the new notebooks, then delete 02_old.ipynb.")
+    assert message in report.lines()
+    again = update_workspace(course, mine, retired=retired).lines()
+    assert message in again and not any("up to date" in line for line in again)
+    (mine / "02_old.ipynb").unlink()
+    assert update_workspace(course, mine, retired=retired).lines() == [
+        f"Your copy of the course in {mine} is up to date (4 notebooks)."]
+
+
+def test_the_course_retires_only_notebooks_it_no_longer_has_and_every_replacement_exists():
+    from pathlib import Path
+
+    from course_utils.lab.release.workspace import RETIRED
+
+    course = {p.name for p in (Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    assert RETIRED and not set(RETIRED) & course
+    assert all(set(new) <= course for new in RETIRED.values()), RETIRED

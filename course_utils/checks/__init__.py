@@ -1,8 +1,9 @@
 """Graded checks: a package per notebook, a file per exercise, plus the shared machinery
 (``core``: the ``Exercise`` model and its verdicts; ``outcome``: what a student's call did, in one
 line; ``compare``: how answers are compared; ``bank``: the decorators that keep each mistake
-beside its hint; ``shared``: the worked example and properties several notebooks use; ``weights``: loading seeded
-weights into a student's module, whichever equivalent way it stores them).
+beside its hint; ``shared``: the worked example and properties several notebooks use; ``traps``: recording models that
+show how a student's code ran them; ``weights``: loading seeded weights into a student's module, whichever
+equivalent way it stores them).
 
 ``checks/<notebook>/<exercise>.py`` holds one exercise whole: its reference, cases, mistakes with
 their hints, accepted alternatives and hint levels, its ``Exercise`` and its ``check_<name>``
@@ -37,7 +38,7 @@ __all__ = [
     "hint",
 ]
 
-_MACHINERY = {"core", "compare", "bank", "outcome", "shared", "weights"}
+_MACHINERY = {"core", "compare", "bank", "outcome", "shared", "traps", "weights"}
 
 
 def check_modules() -> list[str]:

@@ -5,6 +5,8 @@
 - ``rows_sum_to_one``: the property every probability output has (a softmax, a filtered and
   renormalised distribution), checked in float64 to 1e-5.
 - ``no_nan``: the property "the output holds no NaN" (a fully masked row must not poison the rest).
+- ``F64`` and ``tiny_model``: float64 for hand-made inputs, and the tiny seeded GPT (weights moved off the
+  init, tied embeddings unless asked) that the checks of notebooks 09-11 (build, train, sample) run;
 - ``keyed_uniform``: draws that move a hand-made case on the hidden seeds, so it depends on the
   grader's secret like the random cases (``lab/grading/hidden.py``), the public check (seed 0) as written.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from course_utils.checks.core import Case
+from course_utils.gpt.config import GPTConfig
 from course_utils.gpt.model import GPT
 
 WORKED_LOGITS = torch.tensor([6.2, 4.9, 2.1, 1.0])  # CAT, DOG, IS, LOVELY
@@ -50,3 +53,14 @@ def perturbed_gpt(cfg, generator: torch.Generator) -> GPT:
         for p in model.parameters():
             p.add_(0.3 * torch.randn(p.shape, generator=generator))
     return model.eval()
+
+
+F64 = torch.float64
+
+
+def tiny_model(seed: int, d_vocab: int = 23, n_ctx: int = 12, tie_embeddings: bool = True, n_layers: int = 2) -> GPT:
+    """A seeded GPT (2 layers unless asked) whose weights are moved off the init, so every parameter matters."""
+    gen = torch.Generator().manual_seed(100 + seed)
+    cfg = GPTConfig(d_vocab=d_vocab, n_ctx=n_ctx, d_model=16, n_heads=2, n_layers=n_layers,
+                    tie_embeddings=tie_embeddings)
+    return perturbed_gpt(cfg, gen)

@@ -7,6 +7,7 @@ Modules:
 - ``threads``: torch's CPU threads
 - ``progress``: progress bars that read right when stored
 - ``notebook_run``: running a notebook headless
+- ``sibling``: the definitions a student wrote in another notebook, carried into this one
 
 Their public names are importable from the package itself (``from course_utils.env import ...``),
 loaded when first used (lazy_loader), so importing the package costs nothing.
@@ -24,6 +25,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         ],
         "threads": ["torch_threads", "threads_for_load"],
         "progress": ["WIDGET_VIEW", "stored_text", "progress_bar"],
+        "sibling": ["Sibling", "from_sibling", "run_definitions"],
         "notebook_run": [
             "POLL_SLICE_S", "SlicedChannel", "SlicedKernelClient", "SlicedKernelManager", "CourseNotebookClient",
         ],

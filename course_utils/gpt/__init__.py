@@ -1,4 +1,4 @@
-"""A small GPT, notebook 09: the model, its training, its generation and what it learned.
+"""A small GPT, notebooks 09-11: the model (09), its training (10), its generation and what it learned (11).
 
 Modules:
 

@@ -5,7 +5,7 @@ its mean over the batch at each position) and ``head_ablation_losses`` (the next
 position with and without the head). An attention share says where a head *looks*; the loss change
 says whether the model *uses* what it finds there, and at which positions.
 ``head_ablation_losses(model, tokens, 0, 1)["ablated"] - ...["clean"]`` -> per-position loss change.
-``head_findings`` is notebook 09's reading of one trained model in one call: its previous-token head and
+``head_findings`` is notebook 11's reading of one trained model in one call: its previous-token head and
 its delimiter head (each the highest-scoring, ``head_scores.top_head``) and what ablating each costs
 inside words and elsewhere, so the same reading can be repeated on every seed (``gpt_outcomes``).
 Leaves out path patching, activation patching between two inputs, and post-norm models.

@@ -2,7 +2,7 @@
 
 Covers ``training_loop`` (the recipe's loop written out: seeded batches, the schedule, cross-entropy,
 backward, clipping by global norm, an optimiser step; ``training.train`` without evaluation or
-progress bar, the reference of notebook 09's loop exercise), ``estimate_loss`` (the recipe's validation
+progress bar, the reference of notebook 10's loop exercise), ``estimate_loss`` (the recipe's validation
 loss on evenly spaced fixed windows, in eval mode and without gradients, the model's mode restored:
 ``training.evaluate`` for any model called as ``model(tokens)``) and ``assemble``, which takes the
 student's objects by part (``PARTS``: ``model``, a class built from a ``GPTConfig``; ``next_token_loss``,

@@ -7,7 +7,7 @@ encoded with it, the last tenth held out, ``GPT(COURSE_MODEL)`` initialised from
 ``log.json``: the training log), so a notebook short of time can ``load_checkpoint()``.
 Remake it with ``python -m course_utils.gpt.checkpoint`` (the command is in ``data/README.md``).
 The same recipe at seeds 1-4 (``SEEDS``) is committed in ``data/small_gpt_seeds/seed_N/``, its weights
-stored in float16 (``python -m course_utils.gpt.checkpoint --seeds 1 2 3 4``): claims notebook 09 makes
+stored in float16 (``python -m course_utils.gpt.checkpoint --seeds 1 2 3 4``): claims notebook 11 makes
 about one run are tested on all five (``seed_checkpoint(seed)`` finds each; ``replay_first_steps``
 reruns the start of a seed's run, to prove a checkpoint comes from it).
 Leaves out optimiser state (the checkpoint is for using the model): a run that stops and resumes
@@ -40,7 +40,7 @@ COURSE_MODEL = GPTConfig(
     d_vocab=SMALL_GPT_VOCAB_SIZE, n_ctx=64, d_model=128, n_heads=4, n_layers=4, tie_embeddings=False
 )
 FILES = ("model.pt", "config.json", "tokenizer.json", "log.json")
-# Where notebook 09 saves the student's own run (git-ignored, beside their copy of the notebooks).
+# Where notebook 10 saves the student's own run (git-ignored, beside their copy of the notebooks).
 STUDENT_CHECKPOINT = DATA_DIR.parent / "notebooks" / "student" / "my_small_gpt"
 
 
@@ -198,7 +198,7 @@ def main(argv=None) -> None:  # pragma: no cover - 3 minutes of training per see
                                      "other seeds in float16 under data/small_gpt_seeds/).")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], choices=SEEDS)
     for seed in parser.parse_args(argv).seeds:
-        with torch_threads(1):  # the committed runs used one thread (notebook 09 compares a fresh run with seed 0)
+        with torch_threads(1):  # the committed runs used one thread (notebook 10 compares a fresh run with seed 0)
             result = train_course_model(TrainConfig(seed=seed))
         folder, dtype = seed_checkpoint(seed), torch.float32 if seed == 0 else torch.float16
         save_checkpoint(folder, result["model"], result["tokenizer"], result["train_config"], result["log"], dtype)

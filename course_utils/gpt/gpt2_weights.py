@@ -3,7 +3,7 @@
 Covers ``gpt2_config`` (a Hugging Face ``config.json`` / ``GPT2Config`` -> ``GPTConfig``;
 ``gpt2_small_config()`` is d_model 768, 12 heads of 64, 12 layers, 50,257 tokens, 1,024 positions),
 ``convert_gpt2_state_dict`` (HF names and layouts -> ours), ``to_gpt2_state_dict`` (ours -> HF's, its
-inverse: how notebook 09's check makes GPT-2-shaped tensors without downloading any), ``read_weights`` (a local
+inverse: how notebook 11's check makes GPT-2-shaped tensors without downloading any), ``read_weights`` (a local
 ``model.safetensors`` or ``pytorch_model.bin``, with clear errors for a missing or corrupt file),
 ``load_gpt2`` (a file or a folder holding ``config.json`` + weights) and ``load_gpt2_from_hub``
 (downloads; only when the machine is online, never in tests).

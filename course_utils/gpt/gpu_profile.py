@@ -1,4 +1,4 @@
-"""Two recipes for notebook 09's capstone: the CPU's (the committed checkpoint's) and a larger one for a CUDA GPU.
+"""Two recipes for notebook 10's capstone: the CPU's (the committed checkpoint's) and a larger one for a CUDA GPU.
 
 Covers ``Profile`` (a model config, a training config and how to run them: bfloat16 autocast,
 ``torch.compile``), ``CPU_PROFILE`` (``COURSE_MODEL`` with ``TrainConfig()``: what the notebook

@@ -1,4 +1,4 @@
-"""What notebook 09 reads off its trained model, one function each, so every reading repeats on every seed.
+"""What notebook 11 reads off the trained model, one function each, so every reading repeats on every seed.
 
 The committed course model is one random run (seed 0); the same recipe at seeds 1-4 is committed too
 (``checkpoint.SEEDS``). Covers ``probe_windows`` (section 5's held-out windows), ``tail_counts`` (how
@@ -71,7 +71,7 @@ def read_seed(seed: int, tokenizer, val_ids: Int[Tensor, "n"], samples: bool = T
     """Every reading above for the committed model of ``seed``, on the CPU: ``{"val_loss", "heads"}`` and,
     with ``samples``, ``"tails"`` (``tail_counts`` of 16 continuations of ``PROMPT``) and ``"repeats"``
     (``repeated_share`` of ``n_new`` tokens after ``PROMPT``, greedy and at temperature 0.8, a generator
-    seeded 0), all as notebook 09 draws them. The heads take ~0.6 s of CPU, the samples ~3 s more."""
+    seeded 0), all as notebook 11 draws them. The heads take ~0.6 s of CPU, the samples ~3 s more."""
     ckpt = load_checkpoint(seed_checkpoint(seed))
     model = ckpt["model"]
     windows = probe_windows(val_ids, model.cfg.n_ctx)  # (32, n_ctx)
@@ -90,7 +90,7 @@ def read_seed(seed: int, tokenizer, val_ids: Int[Tensor, "n"], samples: bool = T
 
 
 def claims(reading: dict, margin: float = 1.0) -> dict[str, bool]:
-    """What notebook 09's prose says about one ``read_seed`` reading, each claim a bool (the sampling
+    """What notebook 11's prose says about one ``read_seed`` reading, each claim a bool (the sampling
     claims only when the reading has samples).
 
     ``margin`` > 1 makes every threshold that many times stricter (a ratio must exceed ``margin`` x its

@@ -5,7 +5,7 @@ Covers ``SAMPLER_PARTS`` (``kv_cache_step``, ``model``, ``sample_with_cache``, w
 ``assemble_sampler`` (the student's part where its verdict passed, the course's where not: ``CachedGPT`` for
 the model, ``cached_sample`` for the loop; the student's model also needs their ``kv_cache_step`` to have
 passed, since every attention call runs it) and ``OwnSampler`` (``summary()``, one line in the capstone's
-words, and ``sample()``, in eval mode without gradients). Notebook 09 says which parts drew its text; a wrong
+words, and ``sample()``, in eval mode without gradients). Notebook 11 says which parts drew its text; a wrong
 cache step makes the line name it and the course's model draw instead. Leaves out training (``capstone``).
 """
 

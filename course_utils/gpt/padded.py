@@ -1,4 +1,4 @@
-"""Sampling a batch of prompts of different lengths, left-padded: notebook 04's padding in notebook 09's loop.
+"""Sampling a batch of prompts of different lengths, left-padded: notebook 04's padding in notebook 11's loop.
 
 Covers ``PaddedGPT`` (the course ``GPT`` whose forward also takes notebook 04's ``mask`` (batch, pos, pos) and
 ``positions`` (batch, pos), as ``masking.left_padded_batch`` makes them: each prompt's position embeddings count

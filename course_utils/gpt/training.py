@@ -25,7 +25,7 @@ from course_utils.env.progress import progress_bar
 from course_utils.entropy import cross_entropy
 from course_utils.gpt.fused import fused_sequence_loss
 from course_utils.gpt.resume import load_training_state, restore_training_state, save_training_state
-from course_utils.env.threads import threads_for_load  # noqa: F401 (notebook 09 imports it from here)
+from course_utils.env.threads import threads_for_load  # noqa: F401 (notebook 10 imports it from here)
 from course_utils.validate import int_in, int_tensor, integer, number, number_in, positive_int
 
 

@@ -63,7 +63,7 @@ class Limits:
 
     def for_notebook(self, cell_seconds: float) -> Limits:
         """These limits for a course notebook whose longest cell needs ``cell_seconds`` (its metadata's
-        ``grading_cell_timeout_s``, e.g. notebook 09's training): the cell limit rises to it and the total
+        ``grading_cell_timeout_s``, e.g. notebook 10's training): the cell limit rises to it and the total
         grows by it. ``Limits(cell_timeout=120).for_notebook(420)`` -> cell 420 s, total 1,620 s."""
         if cell_seconds <= self.cell_timeout:
             return self

@@ -9,7 +9,7 @@ Modules:
 - ``attention``: causal grouped-query attention (notebook 05's) with RoPE, with a KV-cache path
 - ``model``: ``LlamaBlock`` and ``Llama`` (embedding, blocks, final RMSNorm, untied unembedding)
 - ``transformers_weights``: ``transformers``' Llama config and weights in the course's layout
-- ``side_by_side``: a Llama-style and a GPT-2-style model of the same size, trained alike (notebook 10)
+- ``side_by_side``: a Llama-style and a GPT-2-style model of the same size, trained alike (notebook 12)
 
 Their public names are importable from the package itself (``from course_utils.llama import Llama``),
 loaded when first used (lazy_loader), so importing the package costs nothing.

@@ -1,13 +1,13 @@
 """A Llama-style and a GPT-2-style model of the same size, trained by the same recipe on the same tokens.
 
-Covers ``GPT2_STYLE`` and ``RECIPE`` (a small model trained on notebook 09's corpus and tokenizer by a
+Covers ``GPT2_STYLE`` and ``RECIPE`` (a small model trained on notebook 10's corpus and tokenizer by a
 short version of its recipe),
 ``matched_llama`` (the Llama-style config whose parameter count, by notebook 08's counter, is closest
 to the GPT's: the SwiGLU width is what is tuned, since RoPE and GQA free parameters the GPT spends on
 positions and keys), ``train_pair`` (both models from notebook 09's initialisation rule at one seed,
 trained by ``gpt.training.train`` with the same batches) and ``replay`` (a pair's first steps, to
 check a committed log). ``python -m course_utils.llama.side_by_side`` trains every seed and writes
-``data/todays_block/side_by_side.json``, the log notebook 10 plots.
+``data/todays_block/side_by_side.json``, the log notebook 12 plots.
 Leaves out larger models and longer runs (the ranking there is the papers', not measured here).
 """
 

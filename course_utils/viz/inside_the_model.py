@@ -1,4 +1,4 @@
-"""Notebook 11's figures: where a trained GPT writes a logit difference, and where patching restores it.
+"""Notebook 13's figures: where a trained GPT writes a logit difference, and where patching restores it.
 
 ``plot_attribution(parts, labels)`` draws each head's and each MLP's direct part of a logit difference as bars;
 ``plot_patching_map(grid, tokens)`` draws a restored-fraction map (rows: the stream entering each block, the

@@ -1,4 +1,4 @@
-"""Notebook 10's figure: a Llama-style and a GPT-2-style model trained side by side over several seeds.
+"""Notebook 12's figure: a Llama-style and a GPT-2-style model trained side by side over several seeds.
 
 ``plot_side_by_side(results)`` draws the validation curves of every seed (thin) and their mean (thick),
 one colour per model, from ``llama.side_by_side.load_results()``. No maths beyond the mean.

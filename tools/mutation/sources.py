@@ -5,8 +5,8 @@ top-level function or class the exercise names, in ``notebooks/src/NN_<notebook>
 holds that definition's source (decorators to its last line), the lines of its regions (the only
 lines mutated) and a digest, so a committed mutant list can tell when the solution changed.
 
-``namespace(notebook)`` runs the notebook source's top-level imports and ``def``/``class``
-statements, nothing else (no cell's computation), which is what a solution function needs to run.
+``namespace(notebook)`` runs the notebook source's top-level imports, ``def``/``class`` statements and
+literal assignments, nothing else (no cell's computation: ``env.sibling.run_definitions``), which is what a solution function needs to run.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course_utils.checks import all_exercises, check_modules, exercise_modules
+from course_utils.env.sibling import run_definitions
 from course_utils.lab.release.solutions import BEGIN, END
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,15 +103,9 @@ def solution(exercise: str, notebook: str | None = None) -> Solution:
 
 @functools.lru_cache(maxsize=None)
 def _base_namespace(notebook: str) -> tuple[tuple[str, object], ...]:
-    tree = ast.parse(notebook_source(notebook).read_text())
     namespace: dict = {"__name__": f"mutants_{notebook}"}
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
-            code = compile(ast.Module([node], type_ignores=[]), f"<{notebook}>", "exec")
-            try:
-                exec(code, namespace)
-            except Exception:  # a definition that needs a cell's computation: not one a solution uses
-                pass
+    # a definition that needs a cell's computation fails and is skipped: not one a solution uses
+    run_definitions(notebook_source(notebook).read_text(), namespace, f"<{notebook}>")
     return tuple(namespace.items())
 
 

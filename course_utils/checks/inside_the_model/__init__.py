@@ -1,4 +1,4 @@
-"""Checks for notebook 11 (inside the trained model), one file per exercise:
+"""Checks for notebook 13 (inside the trained model), one file per exercise:
 
 - ``logit_lens``: the stream after the embedding and after every block, decoded by the final LayerNorm and the
   unembedding, against ``course_utils.interp.lens_logits``;

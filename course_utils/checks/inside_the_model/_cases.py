@@ -1,4 +1,4 @@
-"""What the exercises of notebook 11 share: a small seeded GPT whose every weight matters."""
+"""What the exercises of notebook 13 share: a small seeded GPT whose every weight matters."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checks for notebook 10 (today's block: a Llama-style model), one file per exercise:
+"""Checks for notebook 12 (today's block: a Llama-style model), one file per exercise:
 
 - ``rms_norm``: an ``RMSNorm`` module (a gain ``w``, eps inside the root, float32 for half inputs and the
   output in the input's dtype), against ``course_utils.llama.RMSNorm``;

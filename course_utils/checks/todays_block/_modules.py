@@ -1,4 +1,4 @@
-"""What notebook 10's module exercises share (``RotaryAttention``, ``LlamaBlock``, ``Llama``): seeded
+"""What notebook 12's module exercises share (``RotaryAttention``, ``LlamaBlock``, ``Llama``): seeded
 course weights, loading them into the student's module by name, and running a sequence in chunks.
 
 Every weight of the course module is drawn again (gains 1 + 0.3 · noise, so a swapped or missing

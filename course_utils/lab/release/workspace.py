@@ -9,7 +9,10 @@ folder JupyterLab serves) in step with the course without touching a student's w
   changed it since their copy was made, a notebook they never changed (its cells are still the ones
   handed out: running it does not count) is refreshed in place; one they did change gets the new
   student version beside it as ``NN_topic.updated.ipynb``, and every run names it again while it is
-  there, until they have compared the two (``course-lab diff NN``) and deleted it.
+  there, until they have compared the two (``course-lab diff NN``) and deleted it;
+* a notebook the course has split or renumbered (``RETIRED``: the old 09 became 09, 10 and 11; 10 and 11
+  became 12 and 13) stays as the student left it, its replacements are added, and every run names them
+  while the old file is there, so the student knows where to copy their answers.
 
 What was handed out is remembered in ``.course-release.json``: for each file, a hash of its text (has
 the course changed it?) and of its cells' types and sources (has the student?). A manifest written
@@ -31,6 +34,12 @@ from course_utils.lab.release.owned_files import MANIFEST, RELEASE_MARKER, read_
 from course_utils.lab.release.release import collect_notebooks, read_notebook, student_version
 
 UPDATED_SUFFIX = ".updated.ipynb"
+# A course notebook that no longer exists -> the notebooks that replaced it (a split, or a new number).
+RETIRED = {
+    "09_small_gpt.ipynb": ("09_build_gpt.ipynb", "10_train_gpt.ipynb", "11_generate_gpt.ipynb"),
+    "10_todays_block.ipynb": ("12_todays_block.ipynb",),
+    "11_inside_the_model.ipynb": ("13_inside_the_model.ipynb",),
+}
 _COPY = re.compile(r"^[0-9][0-9]_[^.]*\.ipynb$")
 
 
@@ -52,6 +61,7 @@ class WorkspaceReport:
     refreshed: list[str] = field(default_factory=list)  # changed by the course, never by the student: replaced
     updated_beside: list[tuple[str, str]] = field(default_factory=list)  # (theirs, the new version written beside)
     waiting: list[tuple[str, str]] = field(default_factory=list)  # (theirs, a new version beside it from before)
+    retired: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (theirs, the course's replacements)
 
     def lines(self) -> list[str]:
         """The report as a student reads it."""
@@ -76,9 +86,21 @@ class WorkspaceReport:
                 f"Still waiting beside your {theirs}: the course's newer version {new}. Compare them "
                 f"(`course-lab diff {theirs[:2]}`), copy over what you want, then delete {new}."
             )
-        if self.kept and not (self.added or self.updated_beside or self.refreshed or self.waiting):
+        for theirs, new in self.retired:
+            what = "split into" if len(new) > 1 else "renumbered as"
+            out.append(
+                f"The course {what} {_and(new)}: your {theirs} is the old version, left as it is. "
+                f"Copy your answers from it into {'the new notebooks' if len(new) > 1 else 'the new one'}, "
+                f"then delete {theirs}."
+            )
+        if self.kept and not (self.added or self.updated_beside or self.refreshed or self.waiting or self.retired):
             out.append(f"Your copy of the course in {self.folder} is up to date ({len(self.kept)} notebooks).")
         return out
+
+
+def _and(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def _digest(text: str) -> str:
@@ -176,12 +198,14 @@ def _student_version_of(path: Path, source: Path) -> nbformat.NotebookNode:
     return student_version(nb, path.name)
 
 
-def update_workspace(source: Path, folder: Path) -> WorkspaceReport:
+def update_workspace(source: Path, folder: Path, retired: dict | None = None) -> WorkspaceReport:
     """Bring ``folder`` (the student's copy) up to date with the course notebooks in ``source``.
 
     Never overwrites a notebook the student has changed; see the module docstring. Every student
-    version is built (and checked for leaked solutions) before anything is written.
+    version is built (and checked for leaked solutions) before anything is written. ``retired`` (``RETIRED``
+    by default) maps an old notebook's name to those that replaced it: the report names them while it is there.
     """
+    retired = RETIRED if retired is None else retired
     source, folder = Path(source), Path(folder)
     if folder.resolve() == source.resolve():
         raise ValueError(f"folder must differ from source (both are {source})")
@@ -208,6 +232,9 @@ def update_workspace(source: Path, folder: Path) -> WorkspaceReport:
         handed_out[name] = new
         just_written = {b for theirs, b in report.updated_beside if theirs == name}
         report.waiting += [(name, b) for b in waiting_beside(folder, name) if b not in just_written]
+    for old, new in retired.items():
+        if old not in versions and (folder / old).exists():
+            report.retired.append((old, tuple(new)))
     _write_manifest(folder, handed_out)
     return report
 

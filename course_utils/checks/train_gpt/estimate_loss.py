@@ -18,8 +18,8 @@ from course_utils.gpt.capstone import estimate_loss as _estimate_loss
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
 from course_utils.checks.compare import describe_mismatch
-from course_utils.checks.small_gpt._cases import tiny_model
-from course_utils.checks.small_gpt._traps import ModeTrapGPT, trapped
+from course_utils.checks.shared import tiny_model
+from course_utils.checks.traps import ModeTrapGPT, trapped
 from course_utils.gpt.training import get_batch, sequence_loss
 
 

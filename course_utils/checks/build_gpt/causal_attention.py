@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from course_utils.attention.dot_product import scaled_dot_product_attention
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import F64, tiny_model
-from course_utils.checks.small_gpt._classes import course_state, run_class
+from course_utils.checks.shared import F64, tiny_model
+from course_utils.checks.build_gpt._classes import course_state, run_class
 from course_utils.checks.weights import compare_or_convention
 from course_utils.gpt.layer_cache import CachedAttention
 from course_utils.masking import causal_mask

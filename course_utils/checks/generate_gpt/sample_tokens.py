@@ -17,7 +17,7 @@ import torch
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import tiny_model
+from course_utils.checks.shared import tiny_model
 from course_utils.gpt.padded import PaddedGPT, sample_padded
 from course_utils.masking import causal_mask, left_padded_batch
 from course_utils.sampling import sample_next_token

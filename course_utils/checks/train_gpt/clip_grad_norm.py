@@ -12,7 +12,7 @@ import torch
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import F64
+from course_utils.checks.shared import F64
 from course_utils.gpt.optim import clip_grad_norm as _clip_grad_norm
 
 

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from course_utils.gpt.ablation import head_ablation_losses
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import tiny_model
+from course_utils.checks.shared import tiny_model
 from course_utils.masking import causal_mask
 
 

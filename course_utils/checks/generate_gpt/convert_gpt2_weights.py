@@ -17,7 +17,7 @@ import torch
 from course_utils.checks.bank import Bank
 from course_utils.checks.compare import describe_mismatch
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import tiny_model
+from course_utils.checks.shared import tiny_model
 from course_utils.gpt.model import GPT
 from course_utils.gpt.gpt2_weights import convert_gpt2_state_dict, to_gpt2_state_dict
 from course_utils.gpt.config import GPTConfig

@@ -18,8 +18,8 @@ from torch import nn
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import tiny_model
-from course_utils.checks.small_gpt._classes import course_state, run_class
+from course_utils.checks.shared import tiny_model
+from course_utils.checks.build_gpt._classes import course_state, run_class
 from course_utils.checks.weights import compare_or_convention
 from course_utils.gpt.layer_cache import CachedBlock, CachedGPT
 from course_utils.gpt.model import GPT

@@ -16,8 +16,8 @@ import torch
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import tiny_model
-from course_utils.checks.small_gpt._traps import TokenBudgetGPT, trapped
+from course_utils.checks.shared import tiny_model
+from course_utils.checks.traps import TokenBudgetGPT, trapped
 from course_utils.gpt.layer_cache import LayerCache, cached_sample, new_cache
 from course_utils.sampling import sample_next_token
 

@@ -55,7 +55,7 @@
 # ---
 
 # %% [markdown]
-# # 10 · Today's block: from GPT-2 to Llama, one change at a time
+# # 12 · Today's block: from GPT-2 to Llama, one change at a time
 #
 # The model you built in 09 is GPT-2's, from 2019. Open the code of any model released since 2023
 # (Llama, Mistral, Qwen, OLMo, DeepSeek) and you find the same skeleton with four parts swapped:

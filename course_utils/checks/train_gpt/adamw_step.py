@@ -14,7 +14,7 @@ import torch
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import F64
+from course_utils.checks.shared import F64
 from course_utils.gpt.optim import adamw_step as _adamw_step
 
 

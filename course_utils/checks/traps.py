@@ -1,4 +1,4 @@
-"""Course GPTs that show in their answers how a student's code ran them (notebook 09's "how" requirements).
+"""Course GPTs that show in their answers how a student's code ran them (notebooks 10's and 11's "how" requirements).
 
 A requirement about *how* (run in eval mode, without gradients, feed the prompt once and then only the new
 tokens) leaves no trace in a correct answer's value. These models make it leave one, so the grader can

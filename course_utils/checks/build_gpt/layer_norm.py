@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from course_utils.checks.bank import Bank
 from course_utils.checks.core import Case, Exercise
-from course_utils.checks.small_gpt._cases import F64
+from course_utils.checks.shared import F64
 from course_utils.checks.shared import keyed_uniform
 from course_utils.layernorm import layer_norm as _layer_norm
 

@@ -42,9 +42,9 @@
 # ---
 
 # %% [markdown]
-# # 11 · Inside the trained model
+# # 13 · Inside the trained model
 #
-# Notebook 09 trained a small GPT on Shakespeare. It predicts the next token well enough to write
+# Notebook 10 trained a small GPT on Shakespeare. It predicts the next token well enough to write
 # something that looks like a play, but *how*? This notebook opens it up with five tools that
 # interpretability researchers use on models far larger than this one: read the stream as it flows
 # through the blocks, split one prediction into the parts that wrote it, transplant activations
@@ -70,7 +70,7 @@ _ = seed_everything(0)  # the course seeds every generator it uses
 # %% [markdown]
 # ## 1 · The model, and prompts it gets right
 #
-# The notebook reads **your** model if notebook 09 saved it (in `notebooks/student/my_small_gpt/`),
+# The notebook reads **your** model if notebook 10 saved it (in `notebooks/student/my_small_gpt/`),
 # and the course's checkpoint otherwise (the same recipe, committed in `data/small_gpt/`). The next
 # cell says which one it loaded. To read another run, pass its folder: `load_own_or_course("path")`.
 #
