@@ -27,6 +27,7 @@ NOT_SWEPT = {
     "viz": "not Core: plots and widgets",
     "lab": "not Core: the JupyterLab extension, grading and sandbox",
     "env.notebook_run": "not Core: runs notebooks through a kernel client (tests, grader, make notebooks), no tensors",
+    "env.sibling": "not Core: runs a student's definitions from another notebook file (no tensors)",
     "tolerances": "tables of numbers, no tensors",
     "validate": "argument checks; tests/test_validate.py covers their meta behaviour",
     "corpus": "text files and strings, no tensors",

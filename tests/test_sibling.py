@@ -43,8 +43,9 @@ def test_only_definitions_run_and_they_share_one_namespace(tmp_path):
     assert got["double"](2.7) == 4.0  # its globals are the sibling's namespace: SCALE and helper found there
     assert got["absent"] is None and got.found == ["double"]
     assert got.failed == ["cell 5: SyntaxError: invalid syntax"]
-    assert got.summary() == ("from your 09_build_gpt.ipynb: double; not found there (the course's stand in): absent; "
-                             "1 statement(s) there raised and were skipped (first: cell 5: SyntaxError: invalid syntax)")
+    assert got.summary() == ("from your 09_build_gpt.ipynb: double; not found there (the course's stand in): "
+                             "absent; 1 statement(s) there raised and were skipped (first: cell 5: SyntaxError: "
+                             "invalid syntax)")
 
 
 def test_a_failing_definition_is_reported_and_skipped():

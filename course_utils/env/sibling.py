@@ -115,7 +115,8 @@ def from_sibling(notebook: str, names: list[str], folder: str | Path | None = No
         if cell.cell_type != "code":
             continue
         try:
-            sibling.failed += run_definitions(_plain_python(cell.source), sibling.namespace, f"{notebook}, cell {index}")
+            where = f"{notebook}, cell {index}"
+            sibling.failed += run_definitions(_plain_python(cell.source), sibling.namespace, where)
         except SyntaxError as exc:
             sibling.failed.append(f"cell {index}: SyntaxError: {exc.msg}")
     return sibling

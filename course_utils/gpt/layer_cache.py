@@ -116,7 +116,8 @@ class CachedGPT(GPT):
 def cached_sample(model: nn.Module, prompt: Int[Tensor, "batch pos"], n_new: int, temperature: float,
                   generator: torch.Generator | None = None) -> Int[Tensor, "batch total"]:
     """The prompt and ``n_new`` tokens from a model called as ``model(tokens, cache)`` (a ``CachedGPT`` or notebook
-    09's ``SmallGPT``, driven in notebook 11): the prompt once, then each drawn token but the last; ``generate``'s tokens (tested)."""
+    09's ``SmallGPT``, driven in notebook 11): the prompt once, then each drawn token but the last; ``generate``'s
+    tokens (tested)."""
     positive_int("n_new", n_new)
     cache, ids = new_cache(model.cfg.n_layers), prompt
     logits = model(prompt, cache)  # (batch, pos, d_vocab)

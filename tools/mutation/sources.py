@@ -6,7 +6,8 @@ holds that definition's source (decorators to its last line), the lines of its r
 lines mutated) and a digest, so a committed mutant list can tell when the solution changed.
 
 ``namespace(notebook)`` runs the notebook source's top-level imports, ``def``/``class`` statements and
-literal assignments, nothing else (no cell's computation: ``env.sibling.run_definitions``), which is what a solution function needs to run.
+literal assignments, nothing else (no cell's computation: ``env.sibling.run_definitions``), which is what
+a solution function needs to run.
 """
 
 from __future__ import annotations
