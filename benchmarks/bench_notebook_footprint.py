@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 KERNELS = ROOT / "deploy" / "jupyter" / "kernels"
 # the targets: peak resident memory of one notebook's kernel
-TARGET_MIB = {"09_small_gpt.ipynb": 2048}
+TARGET_MIB = {"10_train_gpt.ipynb": 2048}
 DEFAULT_TARGET_MIB = 1024
 CELL_SECONDS = 1800  # nbclient's limit for one cell, generous for a loaded machine
 
