@@ -83,7 +83,8 @@ def test_a_test_run_ignores_the_students_own_checkpoint(tmp_path, monkeypatch):
     from pathlib import Path
 
     from course_utils.gpt import checkpoint
-    from course_utils.gpt.checkpoint import IGNORE_STUDENT_CHECKPOINT, load_checkpoint, load_own_or_course, save_checkpoint
+    from course_utils.gpt.checkpoint import (IGNORE_STUDENT_CHECKPOINT, load_checkpoint, load_own_or_course,
+                                             save_checkpoint)
 
     course = load_checkpoint()
     own = load_checkpoint()["model"]
