@@ -84,14 +84,15 @@ test-fast: setup-test
 # committed notebook's cell ids (--update); nbconvert executes it in notebooks/ with the test
 # environment's kernel, as nbval does (its client waiting in short slices, course_utils/env/notebook_run.py),
 # recording no timestamps and merging each cell's printed text as nbval compares it (how it arrives in pieces depends on timing); the widgets get stable ids in
-# place of the kernel's random ones. One notebook: make notebooks NB=03_attention
+# place of the kernel's random ones; a student's own model in notebooks/student/ is ignored, as in the tests
+# (COURSE_IGNORE_STUDENT_CHECKPOINT, docs/testing.md). One notebook: make notebooks NB=03_attention
 NB ?= $(wildcard notebooks/src/[0-9][0-9]_*.py)
 
 notebooks: setup-test
 	@set -e; for name in $(basename $(notdir $(NB))); do \
 		echo "== $$name"; \
 		$(BIN)/jupytext --quiet --update --to ipynb --output notebooks/$$name.ipynb notebooks/src/$$name.py; \
-		$(BIN)/jupyter nbconvert --log-level=WARN --to notebook --execute --inplace \
+		COURSE_IGNORE_STUDENT_CHECKPOINT=1 $(BIN)/jupyter nbconvert --log-level=WARN --to notebook --execute --inplace \
 			--ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False \
 			--ExecutePreprocessor.kernel_manager_class=course_utils.env.notebook_run.SlicedKernelManager \
 			--NotebookExporter.preprocessors='["nbconvert.preprocessors.CoalesceStreamsPreprocessor"]' \

@@ -24,10 +24,15 @@ def margins(record_property):
 
 
 def pytest_configure(config):
-    """Inside a pytest-xdist worker, share the cores between the workers: torch here and everything
+    """A student's own model saved by notebook 09 (``notebooks/student/my_small_gpt/``) is ignored by this
+    process and everything it starts, nbval's kernels included, so notebook 11's stored outputs are compared
+    with the course's model on a developer's machine too (``COURSE_IGNORE_STUDENT_CHECKPOINT``, docs/testing.md).
+
+    Inside a pytest-xdist worker, share the cores between the workers: torch here and everything
     this worker starts (notebook kernels, the grader, the student runs) use cores // workers threads.
     Two workers each training with two threads on two cores spin against each other (notebook 09's
     training then passed nbval's cell timeout)."""
+    os.environ.setdefault("COURSE_IGNORE_STUDENT_CHECKPOINT", "1")
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if workers.isdigit() and int(workers) > 0:
         threads = max(1, (os.cpu_count() or 1) // int(workers))

@@ -73,3 +73,36 @@ def test_own_checkpoint_is_used_when_whole_else_the_course_one(tmp_path):
         (tmp_path / "bad" / name).write_text("not a checkpoint")
     with pytest.raises(ValueError, match="corrupt"):
         load_own_or_course(tmp_path / "bad")
+
+
+def test_a_test_run_ignores_the_students_own_checkpoint(tmp_path, monkeypatch):
+    """Notebook 11 reads the run a student saved from notebook 09, but not under COURSE_IGNORE_STUDENT_CHECKPOINT=1,
+    which conftest.py sets for every test run (nbval's kernels inherit it) and `make notebooks` for the stored
+    outputs: there the default folder counts as empty, the sentence included, as on a fresh checkout."""
+    import os
+    from pathlib import Path
+
+    from course_utils.gpt import checkpoint
+    from course_utils.gpt.checkpoint import (IGNORE_STUDENT_CHECKPOINT, load_checkpoint, load_own_or_course,
+                                             save_checkpoint)
+
+    course = load_checkpoint()
+    own = load_checkpoint()["model"]
+    with torch.no_grad():
+        own.W_E.add_(1.0)  # the student's run: a model that differs from the course's
+    student = tmp_path / "notebooks" / "student" / "my_small_gpt"
+    save_checkpoint(student, own, course["tokenizer"], course["train_config"], course["log"])
+    monkeypatch.setattr(checkpoint, "STUDENT_CHECKPOINT", student)
+    assert os.environ.get(IGNORE_STUDENT_CHECKPOINT) == "1", "conftest.py sets it for every test run"
+    ignored = load_own_or_course()
+    assert ignored["source"] == f"the course's model (no checkpoint of yours in {student})"
+    assert torch.equal(ignored["model"].W_E, course["model"].W_E)
+    assert "your own" in load_own_or_course(student)["source"]  # a folder passed in is still read
+    for value in ("0", ""):  # off: the student's model again
+        monkeypatch.setenv(IGNORE_STUDENT_CHECKPOINT, value)
+        assert "your own" in load_own_or_course()["source"]
+    monkeypatch.delenv(IGNORE_STUDENT_CHECKPOINT)
+    found = load_own_or_course()
+    assert found["source"] == f"your own model, from {student}" and torch.equal(found["model"].W_E, own.W_E)
+    recipe = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert f"{IGNORE_STUDENT_CHECKPOINT}=1 $(BIN)/jupyter nbconvert" in recipe  # the stored outputs are made so

@@ -51,6 +51,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
             "COURSE_CHECKPOINT", "SEED_CHECKPOINTS", "SEEDS", "SMALL_GPT_VOCAB_SIZE", "COURSE_MODEL", "FILES",
             "small_gpt_tokenizer", "corpus_tokens", "train_course_model", "seed_checkpoint", "replay_first_steps",
             "save_checkpoint", "load_checkpoint", "load_own_or_course", "STUDENT_CHECKPOINT",
+            "IGNORE_STUDENT_CHECKPOINT",
         ],
         "resume": [
             "STATE_FORMAT", "capture_rng", "restore_rng", "save_training_state", "load_training_state",
