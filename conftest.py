@@ -25,7 +25,7 @@ def margins(record_property):
 
 def pytest_configure(config):
     """A student's own model saved by notebook 09 (``notebooks/student/my_small_gpt/``) is ignored by this
-    process and everything it starts, nbval's kernels included, so notebook 11's stored outputs are compared
+    process and everything it starts, nbval's kernels included, so notebook 13's stored outputs are compared
     with the course's model on a developer's machine too (``COURSE_IGNORE_STUDENT_CHECKPOINT``, docs/testing.md).
 
     Inside a pytest-xdist worker, share the cores between the workers: torch here and everything

@@ -77,7 +77,7 @@ def readings():
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_every_claim_of_notebook_09_holds_on_every_seed_with_margin(readings, seed, margins):
+def test_every_claim_of_notebook_11_holds_on_every_seed_with_margin(readings, seed, margins):
     """Each claim's margin is the strictest factor (up to 10) at which it still holds, less the 1.2 required."""
     found = claims(readings[seed], margin=1.2)
     assert all(found.values()), {claim: ok for claim, ok in found.items() if not ok}

@@ -27,11 +27,11 @@ FAMILIES = {  # what notebook claims about a trained model -> the tests that sta
     "06 phases and the AND gate": ["tests/test_06_seeds.py::test_phase_picture",
                                    "tests/test_06_seeds.py::test_and_gate_with_a_margin_never_fires_on_one_name"],
     "07 balancing lab": ["tests/test_moe_seeds.py"],
-    "09 outcomes and head readings": ["tests/test_gpt_outcomes.py::test_every_claim_of_notebook_09_holds_on_every_seed_with_margin"],
-    "09 committed runs replayed": ["tests/test_seed_checkpoints.py::test_each_checkpoint_is_its_seeds_run"],
-    "10 side-by-side runs replayed": ["tests/test_llama_side_by_side.py::test_committed_runs_replay"],
+    "11 outcomes and head readings": ["tests/test_gpt_outcomes.py::test_every_claim_of_notebook_11_holds_on_every_seed_with_margin"],
+    "10 committed runs replayed": ["tests/test_seed_checkpoints.py::test_each_checkpoint_is_its_seeds_run"],
+    "12 side-by-side runs replayed": ["tests/test_llama_side_by_side.py::test_committed_runs_replay"],
     "40 induction circuit": ["tests/test_induction_circuit.py::test_the_induction_head_matters_and_composes_with_the_head_that_feeds_it"],
-    "40 SAE on the course GPT's MLP (11)": ["tests/test_sae_on_mlp.py"],  # notebook 11's SAE on the five runs
+    "40 SAE on the course GPT's MLP (13)": ["tests/test_sae_on_mlp.py"],  # notebook 13's SAE on the five runs
 }
 
 

@@ -1,5 +1,5 @@
 """A sparse autoencoder on the course GPT's MLP neurons: the activations are the model's own (through W_out they
-give the MLP's write), the report's numbers match a hand-built SAE, and an SAE trained as notebook 11 trains it
+give the MLP's write), the report's numbers match a hand-built SAE, and an SAE trained as notebook 13 trains it
 reconstructs held-out activations with few latents, shrinking them, on all five course runs (claims with margins;
 tests/test_numerics_matrix.py runs this file again on the lowest numerics path)."""
 
@@ -13,8 +13,8 @@ from course_utils.interp.sae_on_mlp import (MLPSparseAutoencoder, held_out_windo
                                             top_activating_snippets, train_mlp_sae)
 from course_utils.superposition.sparse_autoencoder import SparseAutoencoder
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "src" / "11_inside_the_model.py"
-# Notebook 11's section 6: block 1, 160 held-out windows, the first 128 (8192 tokens) to train on, the other 32
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "src" / "13_inside_the_model.py"
+# Notebook 13's section 6: block 1, 160 held-out windows, the first 128 (8192 tokens) to train on, the other 32
 # (2048 tokens) to report on, 512 latents, train_mlp_sae's defaults (200 steps, SAE seed 0).
 LAYER, WINDOWS, TRAIN_WINDOWS, D_SAE = 1, 160, 128, 512
 NOTEBOOK_NORM_RATIO, NOTEBOOK_GAMMA = 0.95, 0.99  # what the notebook asserts: shrinkage by both measures
@@ -94,12 +94,12 @@ def test_the_claims_below_are_about_what_notebook_11_does():
                  f"TRAIN_WINDOWS = {TRAIN_WINDOWS}", f"train_mlp_sae(train_rows, d_sae={D_SAE})",
                  f'assert report["norm_ratio"] < {NOTEBOOK_NORM_RATIO} and '
                  f'report["relative_reconstruction_bias"] < {NOTEBOOK_GAMMA}'):
-        assert line in source, f"notebook 11 no longer has {line!r}: make the tests here match it"
+        assert line in source, f"notebook 13 no longer has {line!r}: make the tests here match it"
 
 
 @pytest.fixture(scope="module", params=SEEDS, ids=lambda seed: f"run{seed}")
 def run(request):
-    """Notebook 11's SAE trained on block 1 of the course run at ``seed``, and its held-out tokens."""
+    """Notebook 13's SAE trained on block 1 of the course run at ``seed``, and its held-out tokens."""
     ckpt = load_checkpoint(seed_checkpoint(request.param))
     windows = held_out_windows(ckpt["tokenizer"], ckpt["model"].cfg.n_ctx, WINDOWS)
     hidden = mlp_hidden(ckpt["model"], windows, LAYER)
@@ -108,9 +108,9 @@ def run(request):
 
 
 def _claims(name, report, held_out, margins):
-    margins.below(f"{name}: norm ratio < {NOTEBOOK_NORM_RATIO} (notebook 11 asserts it)",
+    margins.below(f"{name}: norm ratio < {NOTEBOOK_NORM_RATIO} (notebook 13 asserts it)",
                   report["norm_ratio"], NOTEBOOK_NORM_RATIO)
-    margins.below(f"{name}: relative reconstruction bias < {NOTEBOOK_GAMMA} (notebook 11 asserts it)",
+    margins.below(f"{name}: relative reconstruction bias < {NOTEBOOK_GAMMA} (notebook 13 asserts it)",
                   report["relative_reconstruction_bias"], NOTEBOOK_GAMMA)
     margins.below(f"{name}: norm ratio < {MAX_NORM_RATIO}", report["norm_ratio"], MAX_NORM_RATIO)
     margins.below(f"{name}: relative reconstruction bias < {MAX_GAMMA}", report["relative_reconstruction_bias"],

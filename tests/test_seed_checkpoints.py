@@ -76,7 +76,7 @@ def test_own_checkpoint_is_used_when_whole_else_the_course_one(tmp_path):
 
 
 def test_a_test_run_ignores_the_students_own_checkpoint(tmp_path, monkeypatch):
-    """Notebook 11 reads the run a student saved from notebook 09, but not under COURSE_IGNORE_STUDENT_CHECKPOINT=1,
+    """Notebook 13 reads the run a student saved from notebook 10, but not under COURSE_IGNORE_STUDENT_CHECKPOINT=1,
     which conftest.py sets for every test run (nbval's kernels inherit it) and `make notebooks` for the stored
     outputs: there the default folder counts as empty, the sentence included, as on a fresh checkout."""
     import os

@@ -13,7 +13,7 @@ autoencoders", the standard measure: the γ minimising E‖ĥ/γ - h‖²); both
 shrinks the reconstructions. ``top_activating_snippets`` shows, for one latent, the tokens it fires on most
 with the text before them. Measured with the defaults (512 latents, 200 steps, 8192 tokens, about 1.5 s on one
 thread), on 2048 other tokens: layers 0-3 of the course model and layer 1 of seeds 1-4 gave variance explained
-0.76-0.80, L0 22-28, dead latents 0-1.8%, γ 0.88-0.92 and norm ratio 0.66-0.80. On layer 1, notebook 11's, the
+0.76-0.80, L0 22-28, dead latents 0-1.8%, γ 0.88-0.92 and norm ratio 0.66-0.80. On layer 1, notebook 13's, the
 five runs give variance explained 0.77-0.80, L0 22-27, no dead latent, γ 0.88-0.92 and norm ratio 0.66-0.71, the
 same to 1e-3 on the AVX-512, AVX2 and lowest numerics paths (tests/test_sae_on_mlp.py checks each with a margin).
 Leaves out resampling dead latents, top-k or gated SAEs, the residual stream and attention outputs.
