@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The course's checks on a CUDA machine, as one script; a summary goes to $OUT/results.md (copy it
 # into benchmarks/RESULTS_gpu.md). Steps, in order (name some to run only those; default: all but cpu-nbval):
-#   tests      the `gpu`-marked tests: every Core path on the GPU against the CPU, and notebook 09's GPU
+#   tests      the `gpu`-marked tests: every Core path on the GPU against the CPU, and notebook 10's GPU
 #              profile (course_utils.gpt.gpu_profile) trained in full: val loss >= 0.3 nats below the CPU
 #              recipe's in <= 90 s of training (its line "gpu profile: ..." is copied to the summary);
-#   nbval      nbval over all ten notebooks computing on the GPU (stored outputs must match; 09 trains
+#   nbval      nbval over every notebook computing on the GPU (stored outputs must match; 10 trains
 #              the GPU profile in its profile cell, whose output is not compared);
 #   compile    whether torch.compile pays: the GPU profile trained again, compiled (compilation timed
 #              with it), to set beside the uncompiled run of `tests`;

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 def test_a_notebooks_kernel_stays_within_its_memory_target(notebook):
     footprint = measure(notebook)
     print(footprint)
-    assert footprint.target_mib == (2048 if notebook.startswith("09") else 1024)
+    assert footprint.target_mib == (2048 if notebook.startswith("10") else 1024)
     assert footprint.within_target, footprint
     assert 150 < footprint.peak_rss_mib < footprint.peak_vm_mib <= int(hub_kernel_env()["COURSE_KERNEL_MEMORY_MB"])
     assert footprint.cpu_s > 1
