@@ -718,8 +718,8 @@ except NotImplementedError:
 # %% [markdown]
 # ## 7 · Trained side by side
 #
-# Does today's block learn more from the same budget? Notebook 09's recipe can answer that for a small
-# model. Two models of the same size: a GPT-2-style one (09's `GPT`, untied, as in 09) and a Llama-style
+# Does today's block learn more from the same budget? Notebook 10's recipe can answer that for a small
+# model. Two models of the same size: a GPT-2-style one (09's `GPT`, untied, as trained in 10) and a Llama-style
 # one (the course's `Llama`, the model you just built, with 2 key/value heads for 4 query heads). RoPE
 # and GQA free the parameters the GPT spends on its position table and its keys, so the Llama-style
 # model's SwiGLU width is chosen to bring its count, by 08's counter, as close as possible to the GPT's.
