@@ -114,3 +114,16 @@ def test_every_notebook_top_states_its_own_totals():
         )
         match = stated[0]
         assert (int(match["exercises"]), int(match["points"]), int(match["minutes"])) == wanted, path.stem
+
+
+SITTING_MINUTES = 130  # "at most about two hours" of stated exercise time (issue #40): 09 alone was 275
+
+
+def test_no_notebook_asks_for_more_than_one_sitting():
+    """Issue #40: a notebook is one sitting, so its exercises' stated minutes add up to about two hours at most."""
+    over = {}
+    for path in course_notebooks():
+        minutes = sum(e["minutes"] for e in read(path).metadata.get("course", {}).get("exercises", {}).values())
+        if minutes > SITTING_MINUTES:
+            over[path.name] = minutes
+    assert not over, f"more than {SITTING_MINUTES} minutes of exercises: {over} (split the notebook at a seam)"
