@@ -100,10 +100,10 @@ def test_lens_tables_agree_with_the_lens_itself(course):
 
 
 def test_lens_readout_lines():
-    table = {"tokens": ["a", " <k"], "top_tokens": [["x", "y"], ["z", "ing"]],
+    table = {"prompt": "a <k", "tokens": ["a", " <k"], "top_tokens": [["x", "y"], ["z", "ing"]],
              "top_probs": torch.tensor([[0.5, 0.25], [0.125, 0.8125]])}
     text = html.unescape(lens_readout(table, 1).replace("<br>", "\n"))
-    assert text.splitlines() == ["position 1 reads ' <k'", "embedding, position 1: 'y' 0.250",
+    assert text.splitlines() == ["prompt: 'a <k'", "position 1 reads ' <k'", "embedding, position 1: 'y' 0.250",
                                  "after block 0, position 1: 'ing' 0.812"]
     assert "<k" not in lens_readout(table, 1) and lens_rows(3) == ["embedding", "after block 0", "after block 1"]
 
@@ -114,11 +114,12 @@ def test_the_lens_widget_switches_prompts_and_positions(course):
     (readout,), (prompt,), (position,) = (_with_class(box, c) for c in
                                           ("course-readout", "course-lens-prompt", "course-lens-position"))
     n_first, n_second = len(tokenizer.encode(PROMPTS[0])), len(tokenizer.encode(PROMPTS[1]))
-    assert position.value == n_first - 1 and _text(readout).startswith(f"position {n_first - 1} reads 'Y'")
+    assert position.value == n_first - 1 and _text(readout).splitlines()[:2] == [
+        f"prompt: {PROMPTS[0]!r}", f"position {n_first - 1} reads 'Y'"]
     prompt.value = PROMPTS[1]
     assert len(position.options) == n_second and position.value == n_second - 1
     position.value = 2
     lines = _text(readout).splitlines()
-    assert len(lines) == model.cfg.n_layers + 2 and all(re.search(r", position 2: .+ \d\.\d{3}$", x) for x in lines[1:])
+    assert len(lines) == model.cfg.n_layers + 3 and all(re.search(r", position 2: .+ \d\.\d{3}$", x) for x in lines[2:])
     assert lines == html.unescape(lens_readout(lens_tables(model, tokenizer, PROMPTS[1:])[PROMPTS[1]], 2)
                                   .replace("<br>", "\n")).splitlines()

@@ -3,7 +3,7 @@
 ``lens_table_widget(model, tokenizer, prompts)`` -> a VBox with a prompt dropdown and a position dropdown, a
 table (rows: the embedding, then the stream after each block; columns: the prompt's positions) whose cells
 show the top token, coloured by its probability, the chosen position outlined, and a readout of that column,
-one line per layer: ``after block 2, position 5 ' k': 'ing' 0.812``. Every prompt's table is computed when the
+one line per layer: ``after block 2, position 5: 'ing' 0.812``. Every prompt's table is computed when the
 widget is built (``lens_tables``, with ``interp.lens_top_tokens``: one forward pass per prompt); the callback
 only selects a prompt and a position and redraws. ``plot_lens_table`` draws the same table as a pyplot
 figure, for the notebook's static face. CSS classes (WIDGET_CONTRACT): ``course-lens``, ``course-lens-prompt``,
@@ -36,8 +36,8 @@ def lens_rows(n_rows: int) -> list[str]:
 
 
 def lens_tables(model, tokenizer, prompts: Sequence[str]) -> dict[str, dict]:
-    """For each prompt: ``tokens`` (its decoded tokens), ``top_tokens`` (the lens's top token per layer and
-    position, decoded: a list of rows) and ``top_probs`` ((n_layers + 1, pos), on the CPU)."""
+    """For each prompt: ``prompt`` (itself), ``tokens`` (its decoded tokens), ``top_tokens`` (the lens's top
+    token per layer and position, decoded: a list of rows) and ``top_probs`` ((n_layers + 1, pos), on the CPU)."""
     if isinstance(prompts, str) or not prompts or not all(isinstance(p, str) and p for p in prompts):
         raise ValueError("prompts must be a non-empty sequence of non-empty strings")
     tables = {}
@@ -45,6 +45,7 @@ def lens_tables(model, tokenizer, prompts: Sequence[str]) -> dict[str, dict]:
         ids = torch.tensor([tokenizer.encode(prompt)], device=model.W_E.device)  # (1, pos), on the model's device
         top = lens_top_tokens(model, ids)  # (layer, 1, pos) each
         tables[prompt] = {
+            "prompt": prompt,
             "tokens": [tokenizer.decode([i]) for i in ids[0].tolist()],
             "top_tokens": [[tokenizer.decode([i]) for i in row] for row in top["top_ids"][:, 0].tolist()],
             "top_probs": top["top_probs"][:, 0].cpu(),
@@ -53,8 +54,9 @@ def lens_tables(model, tokenizer, prompts: Sequence[str]) -> dict[str, dict]:
 
 
 def lens_readout(table: dict, position: int) -> str:
-    """Plain lines: ``position 12 reads ' k'``, then per layer ``after block 0, position 12: 'ing' 0.812``."""
-    lines = [f"position {position} reads {table['tokens'][position]!r}"]
+    """Plain lines: ``prompt: 'YORK:...'``, ``position 12 reads ' k'``, then per layer
+    ``after block 0, position 12: 'ing' 0.812`` (the top token's repr, its probability to three decimals)."""
+    lines = [f"prompt: {table['prompt']!r}", f"position {position} reads {table['tokens'][position]!r}"]
     for name, tops, probs in zip(lens_rows(len(table["top_tokens"])), table["top_tokens"], table["top_probs"].tolist()):
         lines.append(f"{name}, position {position}: {tops[position]!r} {probs[position]:.3f}")
     return "<br>".join(html.escape(line) for line in lines)
