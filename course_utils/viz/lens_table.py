@@ -64,12 +64,13 @@ def lens_readout(table: dict, position: int) -> str:
 
 @course_figure
 def draw_lens_table(fig, ax, table: dict, position: int | None = None) -> None:
-    """The table on ``ax``: cells coloured by the top token's probability, labelled by the token and it."""
+    """The table on ``ax``: cells coloured by the top token's probability, labelled by the token (a space shown
+    as ␣) and the probability."""
     probs = table["top_probs"].double()  # (layer, pos)
     image = ax.imshow(probs.numpy(), cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for layer, (tops, row) in enumerate(zip(table["top_tokens"], probs.tolist())):
         for pos, (token, p) in enumerate(zip(tops, row)):
-            label = token_label(token)[:_CELL_CHARS]
+            label = token_label(token).replace(" ", "␣")[:_CELL_CHARS]  # a space token stays visible
             ax.text(pos, layer, f"{label}\n{p:.2f}", ha="center", va="center", fontsize=6.5,
                     color="white" if p > 0.6 else "black")
     ax.set_xticks(range(len(table["tokens"])), [token_label(t) for t in table["tokens"]], rotation=90, fontsize=8)

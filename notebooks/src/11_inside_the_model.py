@@ -168,10 +168,10 @@ for layer in range(model.cfg.n_layers + 1):
 # %% [markdown]
 # The same lens at every position at once, as a table: one row for the embedding and one for the
 # stream after each block, one column per position (labelled by the token read there), and in each
-# cell the top token, coloured by its probability (`interp.lens_top_tokens`). The outlined last
-# column is the reading above. Below the figure, the table as a widget over three prompts: pick a
-# prompt and a position, and the readout lists that position's top token and its probability after
-# each block. Where does a column settle at once, and where does the last block still change it? On
+# cell the top token (a space shows as ␣), coloured by its probability (`interp.lens_top_tokens`).
+# The outlined last column is the reading above. Below the figure, the table as a widget over three
+# prompts: pick a prompt and a position, and the readout lists that position's top token and its
+# probability after each block. Where does a column settle at once, and where does the last block still change it? On
 # the third prompt a name comes twice: is it guessed sooner the second time?
 
 # %%

@@ -26,6 +26,7 @@ from browser.session import (
     screenshot,
     wait_for_new_figure,
     wait_for_readout,
+    wait_kernel_idle,
 )
 
 pytestmark = pytest.mark.timeout(600)
@@ -161,4 +162,40 @@ def test_lens_table_follows_the_prompt_and_the_position(browser, course):
     wait_for_new_figure(root, before, "switching the prompt")
     screenshot(page, "lens-table")
     assert_figures_not_blank(page, root, "lens-after")
+    browser.assert_offline()
+
+
+def _shown(select) -> str:
+    """The label a <select> shows now (ipywidgets writes spaces in labels as no-break spaces)."""
+    return select.evaluate("s => s.options[s.selectedIndex].text").replace("\xa0", " ")
+
+
+@pytest.mark.browser
+def test_quick_choices_leave_readouts_that_match_the_controls(browser, course, patching_oracle):
+    """A new map (or prompt) and a new row (or position) chosen at once, without waiting for the kernel: once it is
+    idle, each readout describes the cell the dropdowns show, with the library's number, and the figure is drawn."""
+    page, root, readout = open_widget(browser, NOTEBOOK, ".course-patching")
+    selects = {name: root.locator(f".course-patching-{name} select") for name in ("map", "row", "column")}
+    for map_pattern, row_pattern in ((r"^heads$", r"block 2$"), (r"^residual stream$", r"^final stream$")):
+        choose_option(selects["map"], map_pattern)
+        choose_option(selects["row"], row_pattern)  # may land on the old map's options: either end is fine
+        wait_kernel_idle(page, settle_s=1.0)
+        shown = {name: _shown(select) for name, select in selects.items()}
+        text = wait_for_readout(readout, lambda t: parse_fields(t).get("row") == shown["row"],
+                                f"the row the dropdown shows, {shown['row']!r}", timeout_s=10)
+        assert {name: parse_fields(text)[name] for name in shown} == shown, text
+        _cell(text, patching_oracle)
+        assert_figures_not_blank(page, root, "patching-quick", timeout_s=5)
+
+    page, root, readout = open_widget(browser, NOTEBOOK, ".course-lens")
+    prompt, position = root.locator(".course-lens-prompt select"), root.locator(".course-lens-position select")
+    for prompt_pattern in (r"YORK", r"GLOUCESTER"):
+        choose_option(prompt, prompt_pattern)
+        choose_option(position, r"^3 ")  # the old prompt's position 3, or the new one's: either is fine
+        wait_kernel_idle(page, settle_s=1.0)
+        at = int(_shown(position).split(" ", 1)[0])
+        text = wait_for_readout(readout, lambda t: f"position {at} reads" in t, f"position {at}", timeout_s=10)
+        assert parse_fields(text)["prompt"] == _shown(prompt), text
+        _check_lens(text, course, at)
+        assert_figures_not_blank(page, root, "lens-quick", timeout_s=5)
     browser.assert_offline()
