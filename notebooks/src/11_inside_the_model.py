@@ -171,8 +171,8 @@ for layer in range(model.cfg.n_layers + 1):
 # cell the top token (a space shows as ␣), coloured by its probability (`interp.lens_top_tokens`).
 # The outlined last column is the reading above. Below the figure, the table as a widget over three
 # prompts: pick a prompt and a position, and the readout lists that position's top token and its
-# probability after each block. Where does a column settle at once, and where does the last block still change it? On
-# the third prompt a name comes twice: is it guessed sooner the second time?
+# probability after each block. Where does a column settle at once, and where does the last block
+# still change it? On the third prompt a name comes twice: is it guessed sooner the second time?
 
 # %%
 from course_utils.viz.lens_table import lens_table_widget, lens_tables, plot_lens_table
@@ -380,7 +380,7 @@ head_grid = interp.head_patching_map(model, clean_tokens, corrupted_tokens, -1, 
 patching_explorer(grid, [tokenizer.decode([int(t)]) for t in corrupted_tokens[0]], head_grid, start=(0, CORRUPTED_AT))
 
 # %% [markdown]
-# Read it from the bottom row up. Entering block 0 only the corrupted position matters (it restores
+# Read the map from the top row down. Entering block 0 only the corrupted position matters (it restores
 # exactly 1: patching the embedding there *is* the clean prompt), and every other position restores
 # exactly 0 (the same token). In the final stream only the last position matters (exactly 1 there: it
 # is what is decoded). In between the information **moves**: attention in the first blocks copies what
