@@ -429,7 +429,7 @@ NOT_ON_META = {
     "interp.logit_lens.check_gpt": "checks a module's type and returns it, no tensors",
     "interp.logit_lens.check_position": "checks a Python int, no tensors",
     **{f"interp.logit_lens.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
-       for n in ("residual_stream", "lens_logits", "lens_readout")},
+       for n in ("residual_stream", "lens_logits", "lens_readout", "lens_top_tokens")},
     **{f"interp.attribution.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"
        for n in ("component_writes", "direct_logit_attribution")},
     **{f"interp.patching.{n}": "token ids are range-checked with .item() (gpt.check_tokens)"

@@ -7,7 +7,7 @@ import torch
 from course_utils.gpt.checkpoint import load_checkpoint
 from course_utils.gpt.config import GPTConfig
 from course_utils.gpt.model import GPT
-from course_utils.interp.logit_lens import lens_logits, lens_readout, residual_stream
+from course_utils.interp.logit_lens import lens_logits, lens_readout, lens_top_tokens, residual_stream
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +62,14 @@ def test_a_batch_of_targets_and_the_argument_checks():
         lens_readout(model, tokens, 0, torch.tensor([1.0, 2.0, 3.0]))
     with pytest.raises(ValueError, match="k"):
         lens_readout(model, tokens, 0, 1, k=12)
+
+
+def test_top_tokens_at_every_position_agree_with_the_readout_at_each(course):
+    model, tokens = course
+    table = lens_top_tokens(model, tokens)
+    assert table["top_ids"].shape == table["top_probs"].shape == (model.cfg.n_layers + 1, 1, tokens.shape[1])
+    for position in range(tokens.shape[1]):  # the oracle: lens_readout, one position at a time
+        reading = lens_readout(model, tokens, position, 0, k=1)
+        assert torch.equal(table["top_ids"][:, :, position], reading["top_ids"][..., 0])
+        torch.testing.assert_close(table["top_probs"][:, :, position], reading["top_probs"][..., 0])
+    assert torch.equal(table["top_ids"][-1], model(tokens).argmax(-1))  # the last layer: the model's own guess

@@ -18,7 +18,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
         "logit_lens": ["check_gpt", "check_position", "check_token_ids", "residual_stream", "lens_logits",
-                       "lens_readout"],
+                       "lens_readout", "lens_top_tokens"],
         "attribution": ["component_writes", "direct_logit_attribution"],
         "patching": ["run_with_patches", "restored_fraction", "residual_patching_map", "head_patching_map"],
         "induction_circuit": [

@@ -5,7 +5,8 @@ final LayerNorm and unembedding (``model.unembed``), so "layer L's guess" is wha
 the blocks after L wrote nothing. Covers ``residual_stream`` (the ``n_layers + 1`` streams, index 0 the
 embedding, index ``n_layers`` the final stream), ``lens_logits`` (each of them decoded: the last equals the
 model's logits) and ``lens_readout`` (per layer at one position: the top tokens and their probabilities,
-and a target token's probability and rank). Also ``check_gpt`` and ``check_position``, the argument checks
+and a target token's probability and rank) and ``lens_top_tokens`` (the top token and its probability at every
+layer and position: notebook 11's lens table). Also ``check_gpt`` and ``check_position``, the argument checks
 the other modules of this package share.
 ``lens_readout(model, tokens, -1, target)["target_rank"]`` -> (n_layers + 1, batch), 0 where it is on top.
 Leaves out the tuned lens (a learned translator per layer) and post-norm models (their stream is
@@ -107,3 +108,15 @@ def lens_readout(
         "target_prob": probs.gather(-1, index)[..., 0],
         "target_rank": (logits > target_logit).sum(-1),
     }
+
+
+@torch.no_grad()
+def lens_top_tokens(model: GPT, tokens: Int[Tensor, "batch pos"]) -> dict[str, Tensor]:
+    """The lens's most probable token at every layer and position, and its probability.
+
+    Returns ``{"top_ids", "top_probs"}``, both (n_layers + 1, batch, pos): index 0 the embedding, index ``i + 1``
+    the stream after block ``i``. ``lens_top_tokens(model, tokens)["top_ids"][-1]`` is ``model(tokens).argmax(-1)``.
+    """
+    probs = lens_logits(model, tokens).softmax(-1)  # (layer, batch, pos, d_vocab)
+    top = probs.max(-1)  # (layer, batch, pos)
+    return {"top_ids": top.indices, "top_probs": top.values}

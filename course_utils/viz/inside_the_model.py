@@ -30,14 +30,31 @@ def plot_attribution(parts: dict):
     return fig
 
 
+def patching_rows(n_rows: int) -> list[str]:
+    """The rows of a residual patching map:
+    ``patching_rows(3)`` -> ``["into block 0", "into block 1", "final stream"]``."""
+    return [f"into block {layer}" for layer in range(n_rows - 1)] + ["final stream"]
+
+
+def token_label(token: str) -> str:
+    """A token as a tick label: its repr without the quotes, so a newline shows as ``\\n`` and a space stays."""
+    return repr(token)[1:-1]
+
+
+@course_figure
+def draw_patching_map(fig, ax, grid, rows: list[str], columns: list[str]):
+    """Draw a map of restored fractions on ``ax`` (colour scale -1 .. 1, red for negative), with a colour bar."""
+    image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(columns)), columns, rotation=90, fontsize=8)
+    ax.set_yticks(range(len(rows)), rows)
+    fig.colorbar(image, ax=ax, label="restored fraction")
+    return image
+
+
 @course_figure
 def plot_patching_map(grid, tokens: list[str]):
     """A (n_layers + 1, pos) map of restored fractions, one column per token of the corrupted prompt."""
     fig, ax = plt.subplots(figsize=(8, 3))
-    image = ax.imshow(grid, cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(tokens)), [repr(t)[1:-1] for t in tokens], rotation=90, fontsize=8)
-    rows = [f"into block {layer}" for layer in range(grid.shape[0] - 1)] + ["final stream"]
-    ax.set_yticks(range(grid.shape[0]), rows)
-    fig.colorbar(image, ax=ax, label="restored fraction")
+    draw_patching_map(fig, ax, grid, patching_rows(grid.shape[0]), [token_label(t) for t in tokens])
     fig.tight_layout()
     return fig

@@ -166,7 +166,27 @@ for layer in range(model.cfg.n_layers + 1):
     print(f"{where:>15}: {tops:<40} p('ing') = {float(reading['target_prob'][layer, 0]):.2f}")
 
 # %% [markdown]
-# The same reading on all five course runs, as a count: at which depth does "ing" come out on top?
+# The same lens at every position at once, as a table: one row for the embedding and one for the
+# stream after each block, one column per position (labelled by the token read there), and in each
+# cell the top token (a space shows as ␣), coloured by its probability (`interp.lens_top_tokens`).
+# The outlined last column is the reading above. Below the figure, the table as a widget over three
+# prompts: pick a prompt and a position, and the readout lists that position's top token and its
+# probability after each block. Where does a column settle at once, and where does the last block
+# still change it? On the third prompt a name comes twice: is it guessed sooner the second time?
+
+# %%
+from course_utils.viz.lens_table import lens_table_widget, lens_tables, plot_lens_table
+
+LENS_PROMPTS = [LENS_PROMPT, CLEAN_PROMPT, "JULIET:\nO Romeo, Romeo!"]
+fig = plot_lens_table(lens_tables(model, tokenizer, [LENS_PROMPT])[LENS_PROMPT], position=lens_tokens.shape[1] - 1)
+
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: a widget draws into an Output area, which nbval cannot follow.
+lens_table_widget(model, tokenizer, LENS_PROMPTS)
+
+# %% [markdown]
+# Back to the first prompt's last position, now on all five course runs, as a count: at which depth
+# does "ing" come out on top?
 # The cell asserts what the prose below says, with a margin: after the first block, "ing" beats the
 # runner-up by a clear logit gap on every run.
 
@@ -341,7 +361,10 @@ check_patch_residual(patched_logits)
 #
 # `interp.residual_patching_map` patches every (layer, position) in turn, each time through the same
 # code (`interp.run_with_patches`), and returns the restored fractions: a map of where the
-# information is, block by block. For the model you loaded:
+# information is, block by block. For the model you loaded, first as a figure, then as an explorer
+# that also holds the map of whole heads patched one at a time (`interp.head_patching_map`, one
+# forward pass per head): pick a map, a row and a column, and the readout gives that cell's restored
+# fraction.
 
 # %%
 from course_utils.viz.inside_the_model import plot_patching_map
@@ -349,8 +372,15 @@ from course_utils.viz.inside_the_model import plot_patching_map
 grid = interp.residual_patching_map(model, clean_tokens, corrupted_tokens, -1, OR, OU)
 fig = plot_patching_map(grid, [tokenizer.decode([int(t)]) for t in corrupted_tokens[0]])
 
+# %% tags=["nbval-ignore-output"]
+# Output not compared by the tests: a widget draws into an Output area, which nbval cannot follow.
+from course_utils.viz.patching_explorer import patching_explorer
+
+head_grid = interp.head_patching_map(model, clean_tokens, corrupted_tokens, -1, OR, OU)
+patching_explorer(grid, [tokenizer.decode([int(t)]) for t in corrupted_tokens[0]], head_grid, start=(0, CORRUPTED_AT))
+
 # %% [markdown]
-# Read it from the bottom row up. Entering block 0 only the corrupted position matters (it restores
+# Read the map from the top row down. Entering block 0 only the corrupted position matters (it restores
 # exactly 1: patching the embedding there *is* the clean prompt), and every other position restores
 # exactly 0 (the same token). In the final stream only the last position matters (exactly 1 there: it
 # is what is decoded). In between the information **moves**: attention in the first blocks copies what
@@ -382,8 +412,8 @@ for layer in range(model.cfg.n_layers + 1):
 
 # %% [markdown]
 # On every run the information has left " of" and reached the last position before block 2: the move
-# happens in blocks 0 and 1, and on some runs already in block 0. Patching whole heads instead of
-# positions (`interp.head_patching_map`) would name the heads that carry it.
+# happens in blocks 0 and 1, and on some runs already in block 0. The explorer's second map, whole
+# heads patched instead of positions, shows which heads carry it in the model you loaded.
 #
 # ## 5 · An induction circuit, found three ways
 #

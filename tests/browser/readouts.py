@@ -1,12 +1,14 @@
 """Parsers for the widgets' readouts (the plain-text format of WIDGET_CONTRACT.md).
 
 Covered: temperature (``TOKEN: 0.772``, ``entropy: 0.679 nats``, ``T = 1.000``), mask-editor rows,
-the d_k viewer's statistics, the head viewer's ``k3 A: 0.250`` lines, the welcome slider.
+the d_k viewer's statistics, the head viewer's ``k3 A: 0.250`` lines, the welcome slider, ``name: value``
+fields (notebook 11's patching explorer) and logit-lens cells (``after block 2, position 5: 'ing' 0.812``).
 Left out: anything that needs the browser (tests/browser/support.py).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
 _TOKEN_LINE = re.compile(r"^\s*(.+?)\s*:\s*(-?\d+\.\d+)\s*$")
@@ -80,3 +82,30 @@ def welcome_probs(text: str) -> tuple[float, float, float]:
     match = re.search(r"logits \[(-?\d+\.\d+), .*probabilities \[(\d\.\d+), (\d\.\d+)\]", text)
     assert match, f"unexpected welcome readout: {text}"
     return tuple(float(g) for g in match.groups())
+
+
+def parse_fields(text: str) -> dict[str, str]:
+    """``name: value`` lines: ``parse_fields("row: into block 2\\nrestored fraction: 0.998")`` ->
+    ``{'row': 'into block 2', 'restored fraction': '0.998'}`` (split at the first ``": "``)."""
+    fields = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(": ")
+        if sep:
+            fields[name.strip()] = value.strip()
+    return fields
+
+
+_LENS_LINE = re.compile(r"^\s*(embedding|after block (\d+)), position (\d+): ('.*'|\".*\") (\d\.\d{3})\s*$")
+
+
+def lens_cells(text: str) -> list[tuple[int, int, str, float]]:
+    """The logit-lens lines as ``(layer, position, token, probability)``, layer 0 the embedding and
+    ``i + 1`` after block ``i``; the token is the repr shown, evaluated:
+    ``lens_cells("after block 0, position 5: 'ing' 0.812")`` -> ``[(1, 5, 'ing', 0.812)]``."""
+    cells = []
+    for line in text.splitlines():
+        match = _LENS_LINE.match(line)
+        if match:
+            layer = 0 if match.group(2) is None else int(match.group(2)) + 1
+            cells.append((layer, int(match.group(3)), ast.literal_eval(match.group(4)), float(match.group(5))))
+    return cells
