@@ -592,7 +592,7 @@ cross_pattern = attention_pattern(target @ proj["W_Q"], source @ proj["W_K"])
 cross_out = scaled_dot_product_attention(target @ proj["W_Q"], source @ proj["W_K"], source @ proj["W_V"])
 print("self-attention:  pattern", tuple(attention_pattern(source @ proj["W_Q"], source @ proj["W_K"]).shape), " output", tuple(self_out.shape))
 print("cross-attention: pattern", tuple(cross_pattern.shape), " output", tuple(cross_out.shape),
-      " rows sum to", cross_pattern.sum(-1).tolist())
+      " rows sum to", [round(s, 12) for s in cross_pattern.sum(-1).tolist()])  # the last bit varies by CPU
 
 # %% [markdown]
 # Nothing forces the two sequences to have the same width. In a text-to-image model the image

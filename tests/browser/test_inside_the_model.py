@@ -170,15 +170,33 @@ def _shown(select) -> str:
     return select.evaluate("s => s.options[s.selectedIndex].text").replace("\xa0", " ")
 
 
+def _choose_while_changing(select, pattern: str, tries: int = 10) -> str:
+    """``choose_option`` on a dropdown whose options the kernel may be replacing right now (a new map or prompt):
+    a label read just before the swap is gone when the choice lands, so try again on the options then shown."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(tries):
+        labels = select.locator("option").all_text_contents()
+        found = [lab for lab in labels if re.search(pattern, lab.replace("\xa0", " ").strip(), re.IGNORECASE)]
+        if found:
+            try:
+                select.select_option(label=found[0], timeout=2000)
+                return found[0]
+            except PlaywrightTimeout:  # the options changed between reading and choosing
+                pass
+        select.page.wait_for_timeout(300)
+    raise AssertionError(f"no option matching {pattern!r} stayed in the dropdown; last options: {labels}")
+
+
 @pytest.mark.browser
 def test_quick_choices_leave_readouts_that_match_the_controls(browser, course, patching_oracle):
     """A new map (or prompt) and a new row (or position) chosen at once, without waiting for the kernel: once it is
     idle, each readout describes the cell the dropdowns show, with the library's number, and the figure is drawn."""
     page, root, readout = open_widget(browser, NOTEBOOK, ".course-patching")
     selects = {name: root.locator(f".course-patching-{name} select") for name in ("map", "row", "column")}
-    for map_pattern, row_pattern in ((r"^heads$", r"block 2$"), (r"^residual stream$", r"^final stream$")):
+    for map_pattern, row_pattern in ((r"^heads$", r"block 2$"), (r"^residual stream$", r"block 1$")):
         choose_option(selects["map"], map_pattern)
-        choose_option(selects["row"], row_pattern)  # may land on the old map's options: either end is fine
+        _choose_while_changing(selects["row"], row_pattern)  # may land on the old map's options: either is fine
         wait_kernel_idle(page, settle_s=1.0)
         shown = {name: _shown(select) for name, select in selects.items()}
         text = wait_for_readout(readout, lambda t: parse_fields(t).get("row") == shown["row"],
@@ -191,7 +209,7 @@ def test_quick_choices_leave_readouts_that_match_the_controls(browser, course, p
     prompt, position = root.locator(".course-lens-prompt select"), root.locator(".course-lens-position select")
     for prompt_pattern in (r"YORK", r"GLOUCESTER"):
         choose_option(prompt, prompt_pattern)
-        choose_option(position, r"^3 ")  # the old prompt's position 3, or the new one's: either is fine
+        _choose_while_changing(position, r"^3 ")  # the old prompt's position 3, or the new one's: either is fine
         wait_kernel_idle(page, settle_s=1.0)
         at = int(_shown(position).split(" ", 1)[0])
         text = wait_for_readout(readout, lambda t: f"position {at} reads" in t, f"position {at}", timeout_s=10)
