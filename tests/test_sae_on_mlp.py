@@ -88,7 +88,7 @@ def test_report_and_snippets_on_a_hand_built_sae():
         train_mlp_sae(torch.zeros(5, 3), 4)
 
 
-def test_the_claims_below_are_about_what_notebook_11_does():
+def test_the_claims_below_are_about_what_notebook_13_does():
     source = NOTEBOOK.read_text(encoding="utf-8")
     for line in (f"SAE_LAYER = {LAYER}", f"held_out_windows(tokenizer, model.cfg.n_ctx, {WINDOWS})",
                  f"TRAIN_WINDOWS = {TRAIN_WINDOWS}", f"train_mlp_sae(train_rows, d_sae={D_SAE})",
@@ -124,7 +124,7 @@ def _claims(name, report, held_out, margins):
                   report["l0"] / neurons, MAX_L0_PER_NEURON)
 
 
-def test_every_claim_notebook_11_makes_about_its_sae_holds_on_every_course_run(run, margins):
+def test_every_claim_notebook_13_makes_about_its_sae_holds_on_every_course_run(run, margins):
     tokenizer, windows, hidden, trained = run
     report = sae_report(trained, hidden.flatten(0, 1))
     _claims(f"11 SAE on block {LAYER}'s MLP, every run", report, hidden.flatten(0, 1), margins)
