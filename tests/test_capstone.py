@@ -1,7 +1,7 @@
 """The capstone (``course_utils.gpt.capstone``): the course loop replays ``training.train`` step for step,
 ``estimate_loss`` is ``training.evaluate`` for any model (the mode restored), and ``assemble`` trains and
 evaluates with the student's parts where their checks pass and the course's where not, saying which in one
-line: every part from notebook 09's solutions (its SmallGPT and its next_token_loss included) -> "all parts
+line: every part from notebooks 09's and 10's solutions (SmallGPT, next_token_loss, init_weights included) -> "all parts
 yours", the same run as the course's; a wrong loss, AdamW or evaluation -> the course's for that part only, and
 the student's loss is the one the loop optimises (a wrong one let through trains to other losses)."""
 
@@ -175,3 +175,56 @@ def test_estimate_loss_is_the_recipes_evaluation_for_any_model():
         estimate_loss(model, IDS, 0)
     with pytest.raises(TypeError, match="ids"):
         estimate_loss(model, IDS.float(), 3)
+
+
+def _no_residual_scaling(model, generator):
+    """A wrong initialisation: W_O and W_out drawn like every other matrix (no 1/sqrt(2 n_layers))."""
+    for name, p in model.named_parameters():
+        leaf = name.split(".")[-1]
+        if leaf == "w":
+            p.fill_(1.0)
+        elif leaf.startswith("b"):
+            p.zero_()
+        else:
+            p.normal_(0.0, model.cfg.init_std, generator=generator)
+
+
+def _w_o(capstone):
+    return capstone.model.state_dict()["blocks.0.attn.W_O"]
+
+
+def test_the_whole_recipe_starts_from_the_students_initialisation(student):
+    """Issue #40: given ``init_weights`` (notebook 10's whole recipe from scratch), the model starts from what the
+    student's rule draws from the recipe's seed and the summary names it; a wrong rule is named and not used."""
+    from tools.mutation.sources import namespace
+    from course_utils.checks.build_gpt.init_weights import check_init_weights
+
+    parts, verdicts = student
+    init = namespace("build_gpt")["init_weights"]
+    right = assemble(parts | {"init_weights": init}, verdicts | {"init_weights": check_init_weights(init)}, TINY, CFG)
+    assert right.summary() == ("all parts yours: model, loss, AdamW, schedule, clipping, loop, evaluation, "
+                               "initialisation")
+    drawn = GPT(TINY)
+    init(drawn, torch.Generator().manual_seed(CFG.seed))
+    expected = drawn.state_dict()
+    for name, a in right.model.state_dict().items():  # the student's SmallGPT, under the course's names
+        assert torch.equal(a, expected[name]), name
+    wrong = {"init_weights": _no_residual_scaling}
+    fallen = assemble(parts | wrong, verdicts | {"init_weights": check_init_weights(_no_residual_scaling)}, TINY, CFG)
+    assert fallen.summary() == ("yours: model, loss, AdamW, schedule, clipping, loop, evaluation; "
+                                "the course's: initialisation (its check has not passed)")
+    course = GPT(TINY)
+    course.reset_parameters(torch.Generator().manual_seed(CFG.seed))
+    assert torch.equal(_w_o(fallen), course.state_dict()["blocks.0.attn.W_O"])
+    forced = assemble(parts | wrong, verdicts | {"init_weights": True}, TINY, CFG)  # a wrong rule let through
+    assert _w_o(forced).std() > 1.5 * _w_o(fallen).std()  # is the one the run starts from: W_O at full size
+
+
+def test_an_initialisation_that_raises_falls_back_and_says_why(student):
+    parts, verdicts = student
+
+    def broken(model, generator):
+        raise KeyError("W_Q")
+
+    capstone = assemble(parts | {"init_weights": broken}, verdicts | {"init_weights": True}, TINY, CFG)
+    assert capstone.summary().endswith("the course's: initialisation (it raised KeyError)")

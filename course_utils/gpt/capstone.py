@@ -11,7 +11,9 @@ the loss the loop optimises, given to it through ``on_targets``; ``adamw_step``,
 module's) with their check verdicts, and returns a ``Capstone``: the student's part
 where its verdict passed, the course's where not, ``summary()`` saying which in one line, ``train()``
 running the loop and ``validation_loss()`` the evaluation. The student's model starts from the course
-model's seeded initialisation (its ``state_dict`` loaded), so both runs start from the same weights.
+model's seeded initialisation (its ``state_dict`` loaded), so both runs start from the same weights; given
+the optional part ``init_weights`` (``INIT_PART``: the whole recipe from scratch), that initialisation is
+drawn by the student's function instead, from the same seeded generator.
 Leaves out plots and the progress bar (``training``).
 """
 
@@ -38,6 +40,7 @@ PARTS = {  # part -> what the summary calls it
     "training_loop": "loop",
     "estimate_loss": "evaluation",
 }
+INIT_PART = {"init_weights": "initialisation"}  # optional: named in the summary only when it is given
 
 
 def on_targets(next_token_loss: Callable) -> Callable:
@@ -164,7 +167,8 @@ class Capstone:
 
     def summary(self) -> str:
         """One line: ``'all parts yours: model, loss, AdamW, ..., evaluation'``, or which are the course's, why."""
-        return summary_line(PARTS, self.yours, self.why_not)
+        return summary_line({**PARTS, **{p: n for p, n in INIT_PART.items() if p in self.yours}}, self.yours,
+                            self.why_not)
 
     def train(self, train_ids, n_steps: int | None = None) -> list[float]:
         """Run the loop for ``n_steps`` (the whole recipe by default) on the model's device; returns the losses.
@@ -198,18 +202,29 @@ def assemble(parts: Mapping, verdicts: Mapping, model_cfg: GPTConfig, train_cfg:
     """The recipe's parts: ``parts[p]`` where ``verdicts[p]`` passed (a ``Verdict`` or a bool), else the course's.
 
     ``parts``/``verdicts`` are keyed by ``PARTS``; a missing key counts as not passed. ``seed``
-    (``train_cfg.seed`` by default) initialises the course model, whose weights the student's model loads;
-    the model is moved to ``device`` before the optimiser is built over it.
+    (``train_cfg.seed`` by default) initialises the course model, whose weights the student's model loads:
+    by ``GPT.reset_parameters``, or by ``parts["init_weights"]`` when that key is given and its verdict passed
+    (the summary then names the initialisation too). The model is moved to ``device`` before the optimiser
+    is built over it.
     """
     if not isinstance(model_cfg, GPTConfig):
         raise TypeError(f"model_cfg must be a GPTConfig, got {type(model_cfg).__name__}")
     train_cfg = TrainConfig() if train_cfg is None else train_cfg
     if not isinstance(train_cfg, TrainConfig):
         raise TypeError(f"train_cfg must be a TrainConfig, got {type(train_cfg).__name__}")
-    yours = {p: passed(verdicts.get(p)) and callable(parts.get(p)) for p in PARTS}
-    why_not = {p: "" if yours[p] else NOT_PASSED for p in PARTS}
+    named = [*PARTS, *(p for p in INIT_PART if p in parts)]
+    yours = {p: passed(verdicts.get(p)) and callable(parts.get(p)) for p in named}
+    why_not = {p: "" if yours[p] else NOT_PASSED for p in named}
     course = GPT(model_cfg)
-    course.reset_parameters(torch.Generator().manual_seed(train_cfg.seed if seed is None else seed))
+    draw = torch.Generator().manual_seed(train_cfg.seed if seed is None else seed)
+    if yours.get("init_weights"):
+        try:
+            with torch.no_grad():  # the student's rule draws every weight from the recipe's seed
+                parts["init_weights"](course, draw)
+        except Exception as exc:  # their code: fall back to the course's rule and say why
+            yours["init_weights"], why_not["init_weights"] = False, f"it raised {type(exc).__name__}"
+    if not yours.get("init_weights"):
+        course.reset_parameters(torch.Generator().manual_seed(train_cfg.seed if seed is None else seed))
     model = None
     if yours["model"]:
         model, why_not["model"] = student_model(parts["model"], model_cfg, course)

@@ -606,5 +606,5 @@ check_next_token_loss(next_token_loss)
 #   attention over the whole input.
 #
 # **Next: notebook 10** trains this model with your own optimiser, schedule, clipping, loop and
-# evaluation. It reads `SmallGPT` and `next_token_loss` (and everything they call) from this notebook's
-# file, so save it before you open the next one.
+# evaluation. It reads `SmallGPT`, `next_token_loss` and `init_weights` (and everything they call) from
+# this notebook's file, so save it before you open the next one.

@@ -77,8 +77,8 @@ seed_everything(0)
 device = pick_device()
 print("computing on", describe_device(device))  # this machine's device: the tests mask it
 
-built = from_sibling("09_build_gpt.ipynb", ["SmallGPT", "next_token_loss"])
-SmallGPT, next_token_loss = built["SmallGPT"], built["next_token_loss"]  # None where it found nothing
+built = from_sibling("09_build_gpt.ipynb", ["SmallGPT", "next_token_loss", "init_weights"])
+SmallGPT, next_token_loss, init_weights = (built[name] for name in built.names)  # None where it found nothing
 print(built.summary())
 model = GPT(COURSE_MODEL)  # the course's model at its seeded initial weights, as notebook 09 made it
 model.reset_parameters(torch.Generator().manual_seed(0))
@@ -464,18 +464,24 @@ fig = plot_loss_curve(committed_log, bigram)
 
 # %% [markdown]
 # **The whole recipe.** To train all the steps with your parts (a few minutes on a CPU, less on a GPU),
-# set the flag below to True and run the cell; it assembles a fresh run, so it starts again from the
-# initial weights. `python -m course_utils.gpt.checkpoint` is the course's own run of the same recipe,
-# the one that made the committed checkpoint. The cell saves your trained model in
-# `notebooks/student/my_small_gpt/`, where notebook 13 looks inside it.
+# set the flag below to True and run the cell. It assembles a fresh run from scratch, so this time your
+# `init_weights` from notebook 09 draws the initial weights (where its check passes), from the recipe's
+# seed: the run is yours from its first step, and it no longer follows the committed one draw for draw
+# (the summary line names the initialisation too). `python -m course_utils.gpt.checkpoint` is the
+# course's own run of the same recipe, the one that made the committed checkpoint. The cell saves your
+# trained model in `notebooks/student/my_small_gpt/`, where notebook 13 looks inside it.
 
 # %%
 from course_utils.gpt import STUDENT_CHECKPOINT, save_checkpoint
 
 RUN_FULL_RECIPE = False
 if RUN_FULL_RECIPE:
-    full_run = assemble(parts, {part: check(parts[part]) for part, check in checks.items()}, COURSE_MODEL,
-                        train_cfg, device=device)
+    from course_utils.checks.build_gpt import check_init_weights
+
+    full_parts, full_checks = parts | {"init_weights": init_weights}, checks | {"init_weights": check_init_weights}
+    full_run = assemble(full_parts, {part: check(full_parts[part]) for part, check in full_checks.items()},
+                        COURSE_MODEL, train_cfg, device=device)
+    print(full_run.summary())
     full_losses = full_run.train(train_ids)
     print(f"mean loss over the last 50 steps: yours {sum(full_losses[-50:]) / 50:.3f}, "
           f"the committed run's {sum(committed_log['train_loss'][-50:]) / 50:.3f}")
