@@ -386,13 +386,14 @@ check_residual_writes(residual_writes)
 # Stuck? `from course_utils.checks import hint`, then `hint("residual_writes")` for a nudge and `hint("residual_writes", 2)` for a stronger one.
 
 # %% [markdown]
-# The course's `GPT.residual_writes` returns the same pieces. Added up, they give back the model's
-# logits:
+# On the trained model, with your `residual_writes` once its check passes (the course's
+# `GPT.residual_writes`, which returns the same pieces, until then): added up, they give back the logits.
 
 # %%
 tokens = torch.randint(0, COURSE_MODEL.d_vocab, (1, 16), generator=torch.Generator().manual_seed(2))
-writes = sampler.residual_writes(tokens)
-print(list(writes))
+yours = check_residual_writes(residual_writes).passed
+writes = residual_writes(sampler, tokens) if yours else sampler.residual_writes(tokens)
+print("yours:" if yours else "the course's:", list(writes))
 with torch.no_grad():
     rebuilt = sampler.unembed(sum(writes.values()))
     print("sum of the writes gives the logits:", torch.allclose(rebuilt, sampler(tokens), atol=1e-5))
@@ -477,7 +478,8 @@ check_head_ablation_cost(head_ablation_cost)
 # %% [markdown]
 # Stuck? `from course_utils.checks import hint`, then `hint("head_ablation_cost")` for a nudge and `hint("head_ablation_cost", 2)` for a stronger one.
 #
-# The held-out windows as above, the model's CPU copy, with the course's `head_ablation_losses`:
+# The held-out windows as above, the model's CPU copy, with your `head_ablation_cost` once its check passes
+# (the course's `head_ablation_losses` until then):
 
 # %%
 from course_utils.gpt import head_ablation_losses, inside_word
@@ -488,10 +490,15 @@ pieces = [[tokenizer.decode([t]) for t in row] for row in windows.tolist()]
 inside = inside_word(pieces)[:, :-1]  # (32, n_ctx - 1): does the token at the scored position continue a word?
 print(f"{inside.float().mean():.0%} of the scored positions are inside a word")
 inside_ratio = {}  # (head, ablation) -> how many times more the loss rises inside words than elsewhere
+own_cost = check_head_ablation_cost(head_ablation_cost).passed
+print("ablation costs by", "your head_ablation_cost" if own_cost else "the course's head_ablation_losses")
 for name, (l, h) in {"previous-token": (prev_layer, prev_head), "newline": (layer, head)}.items():
     for mode in ("zero", "mean"):
-        losses = head_ablation_losses(sampler, windows, l, h, mode=mode)
-        change = losses["ablated"] - losses["clean"]  # (32, n_ctx - 1) nats
+        if own_cost:
+            change = head_ablation_cost(sampler, windows, l, h, mode)  # (32, n_ctx - 1) nats
+        else:
+            losses = head_ablation_losses(sampler, windows, l, h, mode=mode)
+            change = losses["ablated"] - losses["clean"]
         inside_ratio[name, mode] = (change[inside].mean() / change[~inside].mean()).item()
         print(f"{name} head (layer {l} head {h}), {mode}-ablated: loss {change[inside].mean():+.3f} nats inside "
               f"words, {change[~inside].mean():+.3f} elsewhere ({change[inside].mean() / change[~inside].mean():.1f}x), "
