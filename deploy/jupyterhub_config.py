@@ -42,10 +42,11 @@ c.Spawner.environment = {
     "OMP_NUM_THREADS": "2",
 }
 # Memory. Measured (docs/jupyterhub.md): 453 MiB resident per student after the welcome notebook (329 MiB their
-# own), 685 MiB for 09's kernel at its peak. mem_guarantee/mem_limit are read only by spawners that can enforce
-# them (systemdspawner, as TLJH uses, and KubeSpawner); LocalProcessSpawner ignores them. So every kernel is also
-# started by deploy/jupyter/kernels/python3 (first on JUPYTER_PATH), which caps its address space at
-# COURSE_KERNEL_MEMORY_MB: a cell that asks for more gets an error and a note on the limit, the kernel lives on.
+# own), 685 MiB for the small GPT's training kernel (then 09, now 10) at its peak. mem_guarantee/mem_limit are
+# read only by spawners that can enforce them (systemdspawner, as TLJH uses, and KubeSpawner); LocalProcessSpawner
+# ignores them. So every kernel is also started by deploy/jupyter/kernels/python3 (first on JUPYTER_PATH), which
+# caps its address space at COURSE_KERNEL_MEMORY_MB: a cell that asks for more gets an error and a note on the
+# limit, the kernel lives on.
 c.Spawner.mem_guarantee = "512M"
 c.Spawner.mem_limit = "2G"
 KERNEL_MEMORY_MB = "3072"  # address space, not resident: a kernel with torch imported maps ~1.4 GiB
