@@ -6,7 +6,7 @@ the blocks after L wrote nothing. Covers ``residual_stream`` (the ``n_layers + 1
 embedding, index ``n_layers`` the final stream), ``lens_logits`` (each of them decoded: the last equals the
 model's logits) and ``lens_readout`` (per layer at one position: the top tokens and their probabilities,
 and a target token's probability and rank) and ``lens_top_tokens`` (the top token and its probability at every
-layer and position: notebook 11's lens table). Also ``check_gpt`` and ``check_position``, the argument checks
+layer and position: notebook 13's lens table). Also ``check_gpt`` and ``check_position``, the argument checks
 the other modules of this package share.
 ``lens_readout(model, tokens, -1, target)["target_rank"]`` -> (n_layers + 1, batch), 0 where it is on top.
 Leaves out the tuned lens (a learned translator per layer) and post-norm models (their stream is
