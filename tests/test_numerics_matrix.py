@@ -31,8 +31,12 @@ FAMILIES = {  # what notebook claims about a trained model -> the tests that sta
     "10 committed runs replayed": ["tests/test_seed_checkpoints.py::test_each_checkpoint_is_its_seeds_run"],
     "12 side-by-side runs replayed": ["tests/test_llama_side_by_side.py::test_committed_runs_replay"],
     "40 induction circuit": ["tests/test_induction_circuit.py::test_the_induction_head_matters_and_composes_with_the_head_that_feeds_it"],
-    "40 SAE on the course GPT's MLP (13)": [  # notebook 13's SAE on the five runs
-        "tests/test_sae_on_mlp.py::test_every_claim_notebook_13_makes_about_its_sae_holds_on_every_course_run"],
+    # notebook 13's SAE: natively on all five runs; here the two with the smallest margins (gamma on run 0, variance
+    # explained and the norm ratio on run 2), 27 s instead of 67 s in CI. All five agreed within 1e-3 on the native,
+    # AVX2 and lowest paths, measured 2026-12-07 (issue #40's note).
+    "40 SAE on the course GPT's MLP (13)": [
+        f"tests/test_sae_on_mlp.py::test_every_claim_notebook_13_makes_about_its_sae_holds_on_every_course_run[run{r}]"
+        for r in (0, 2)],
 }
 
 
